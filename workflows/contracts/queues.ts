@@ -1,0 +1,8 @@
+/** Task queues of DESIGN §2. Each scales apart and has its own worker process. */
+export const queueRoles = ['agent', 'tools', 'gpu-infer', 'gpu-train'] as const;
+export type QueueRole = (typeof queueRoles)[number];
+
+/** The task queue name for a role, with an optional prefix that isolates tests or tenants. */
+export function taskQueueName(role: QueueRole, prefix = ''): string {
+  return `${prefix}${role}`;
+}

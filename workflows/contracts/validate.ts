@@ -1,0 +1,50 @@
+/**
+ * Pure input checks for workflow arguments. Workflows may not use zod (DESIGN §5), yet anyone can
+ * start them with hand-written JSON, so each workflow checks its input with these and fails fast
+ * with a message naming the field.
+ */
+export class InputError extends Error {
+  constructor(readonly field: string, message: string) {
+    super(`${field}: ${message}`);
+    this.name = 'InputError';
+  }
+}
+
+export type Fields = Record<string, unknown>;
+
+export function objectInput(value: unknown, what: string): Fields {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new InputError('input', `${what} takes one JSON object, got ${value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value}`);
+  }
+  return value as Fields;
+}
+
+export function rejectUnknown(input: Fields, known: readonly string[]): void {
+  for (const key of Object.keys(input)) {
+    if (!known.includes(key)) throw new InputError(key, `unknown field (expected one of: ${known.join(', ')})`);
+  }
+}
+
+export function integerField(input: Fields, field: string, options: { min: number; max: number; default?: number }): number {
+  const value = input[field];
+  if (value === undefined) {
+    if (options.default !== undefined) return options.default;
+    throw new InputError(field, `required integer between ${options.min} and ${options.max} is missing`);
+  }
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < options.min || value > options.max) {
+    throw new InputError(field, `expected an integer between ${options.min} and ${options.max}, got ${JSON.stringify(value)}`);
+  }
+  return value;
+}
+
+export function stringField(input: Fields, field: string, options: { maxLength: number; default?: string }): string {
+  const value = input[field];
+  if (value === undefined) {
+    if (options.default !== undefined) return options.default;
+    throw new InputError(field, 'required string is missing');
+  }
+  if (typeof value !== 'string' || value.length === 0 || value.length > options.maxLength) {
+    throw new InputError(field, `expected a non-empty string of at most ${options.maxLength} characters, got ${JSON.stringify(value)?.slice(0, 60)}`);
+  }
+  return value;
+}

@@ -1,0 +1,2 @@
+// Every workflow the agent worker registers. The bundle is built from this file.
+export { skeletonTrajectory, payloadRoundTrip } from './skeleton.workflow.js';

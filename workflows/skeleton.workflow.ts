@@ -1,0 +1,59 @@
+import { ApplicationFailure, continueAsNew, proxyActivities, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import type { SkeletonActivities } from '../activities/skeleton.activities.js';
+import { errorTypes, nonRetryableErrorTypes } from './contracts/errors.js';
+import { searchAttributes } from './contracts/search-attributes.js';
+import {
+  parsePayloadRoundTripInput, parseSkeletonInput, skeletonStateQuery,
+  type PayloadRoundTripResult, type SkeletonResult,
+} from './contracts/skeleton.contract.js';
+import { InputError } from './contracts/validate.js';
+
+const { recordStep, makePayload, digestPayload } = proxyActivities<SkeletonActivities>({
+  startToCloseTimeout: '2 minutes',
+  retry: { initialInterval: '500ms', maximumInterval: '10s', nonRetryableErrorTypes: [...nonRetryableErrorTypes] },
+});
+
+/** Wrap input validation so a bad input fails the workflow at once, naming the field. */
+function validated<T>(parse: () => T): T {
+  try {
+    return parse();
+  } catch (error) {
+    if (error instanceof InputError) throw ApplicationFailure.nonRetryable(error.message, errorTypes.invalidInput, { field: error.field });
+    throw error;
+  }
+}
+
+export async function skeletonTrajectory(rawInput: unknown): Promise<SkeletonResult> {
+  const input = validated(() => parseSkeletonInput(rawInput));
+  let completed = input.startStep;
+  let lastBlobKey: string | null = null;
+  let firstBlobKey: string | null = null;
+  setHandler(skeletonStateQuery, () => ({ completedSteps: completed, totalSteps: input.steps, lastBlobKey }));
+  upsertSearchAttributes([
+    { key: searchAttributes.kind, value: 'skeleton' },
+    { key: searchAttributes.dataset, value: input.label },
+    { key: searchAttributes.status, value: 'running' },
+  ]);
+  const { workflowId } = workflowInfo();
+  while (completed < input.steps) {
+    const result = await recordStep({ workflowId, step: completed, delayMs: input.stepDelayMs });
+    if (completed === 0) firstBlobKey = result.blobKey;
+    lastBlobKey = result.blobKey;
+    completed += 1;
+    upsertSearchAttributes([{ key: searchAttributes.turns, value: completed }]);
+    if (completed < input.steps && workflowInfo().continueAsNewSuggested) {
+      await continueAsNew<typeof skeletonTrajectory>({ ...input, startStep: completed });
+    }
+  }
+  upsertSearchAttributes([{ key: searchAttributes.status, value: 'completed' }]);
+  return { steps: completed, firstBlobKey, lastBlobKey };
+}
+
+/** A large activity result passes through a workflow: history holds only a blob reference. */
+export async function payloadRoundTrip(rawInput: unknown): Promise<PayloadRoundTripResult> {
+  const input = validated(() => parsePayloadRoundTripInput(rawInput));
+  upsertSearchAttributes([{ key: searchAttributes.kind, value: 'payload-round-trip' }]);
+  const payload = await makePayload({ bytes: input.bytes });
+  const digest = await digestPayload({ payload });
+  return { payload, ...digest };
+}
