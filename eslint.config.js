@@ -19,6 +19,7 @@ export default tseslint.config(
   },
   {
     files: ['workflows/**/*.ts'],
+    ignores: ['workflows/**/*.test.ts'],
     rules: {
       'no-restricted-imports': ['error', {
         paths: [

@@ -2,13 +2,14 @@
 import { ConfigError } from '../infra/config.js';
 import { ServiceError } from '../infra/services/processes.js';
 import { UsageError, type Command } from './command.js';
+import { configCommand } from './commands/config.command.js';
 import { demoCommand } from './commands/demo.command.js';
 import { downCommand } from './commands/down.command.js';
 import { statusCommand } from './commands/status.command.js';
 import { temporalCommand } from './commands/temporal.command.js';
 import { upCommand } from './commands/up.command.js';
 
-const commands: readonly Command[] = [demoCommand, upCommand, downCommand, statusCommand, temporalCommand];
+const commands: readonly Command[] = [demoCommand, upCommand, downCommand, statusCommand, temporalCommand, configCommand];
 
 function help(): string {
   const width = Math.max(...commands.map((command) => command.name.length));

@@ -31,7 +31,7 @@ export const environmentSchema = z.object({
   S3_BUCKET: z.string().regex(/^[a-z0-9][a-z0-9.-]{2,62}$/, 'expected a valid S3 bucket name (3-63 lowercase letters, digits, dots, hyphens)').default('longhaul')
     .describe('Bucket for blobs (turn texts, tokens, checkpoints, large payloads).'),
   S3_REGION: z.string().min(1).default('us-east-1').describe('S3 region.'),
-  LONGHAUL_S3_PORT: port(8333).describe('S3 port of the embedded SeaweedFS; its internal ports are derived from it (+1000 master, +1001 volume, +1002 filer, and their gRPC ports +10000).'),
+  LONGHAUL_S3_PORT: port(8333).describe('S3 port of the embedded SeaweedFS; its internal ports are derived from it (+1000 master, +1001 volume, +1002 filer, +1003 admin, and each of those +10000 for gRPC).'),
   LONGHAUL_PAYLOAD_THRESHOLD_BYTES: z.coerce.number().int().min(1024).max(2 * 1024 * 1024).default(128 * 1024)
     .describe('Temporal payloads larger than this go to the blob store; history keeps a reference.'),
   LONGHAUL_TASK_QUEUE_PREFIX: z.string().regex(/^[A-Za-z0-9._-]*$/, 'letters, digits, dot, underscore or hyphen only').default('')

@@ -8,8 +8,9 @@ import {
 } from './contracts/skeleton.contract.js';
 import { InputError } from './contracts/validate.js';
 
+// A short start-to-close: when a worker dies mid-step, the step is retried on another within seconds.
 const { recordStep, makePayload, digestPayload } = proxyActivities<SkeletonActivities>({
-  startToCloseTimeout: '2 minutes',
+  startToCloseTimeout: '10 seconds',
   retry: { initialInterval: '500ms', maximumInterval: '10s', nonRetryableErrorTypes: [...nonRetryableErrorTypes] },
 });
 

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { z } from 'zod';
-import type { SkeletonStepRow, SkeletonStepStore } from '../../activities/ports/skeleton-step-store.port.js';
+import type { SkeletonStepStore } from '../../activities/ports/skeleton-step-store.port.js';
 
 const rowSchema = z.object({ workflow_id: z.string(), step: z.number().int(), blob_key: z.string(), attempt: z.number().int() });
 

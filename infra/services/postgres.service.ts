@@ -37,6 +37,17 @@ export function postgresService(config: Config): Service {
     for (const target of [path.join(config.home, 'postgres'), log]) {
       await run('chown', ['-R', `${CLUSTER_USER}:${CLUSTER_USER}`, target]);
     }
+    // The cluster user must be able to traverse down to its folder. LONGHAUL_HOME is ours to open up
+    // (search permission only); a closed folder above it is the user's to fix, so we name it.
+    fs.chmodSync(config.home, fs.statSync(config.home).mode | 0o001);
+    for (let dir = config.home; dir !== path.dirname(dir); dir = path.dirname(dir)) {
+      try {
+        await run('runuser', ['-u', CLUSTER_USER, '--', 'test', '-x', dir]);
+      } catch {
+        throw new ServiceError(`Postgres runs as user "${CLUSTER_USER}" (initdb refuses root), which cannot enter ${dir}`,
+          `chmod o+x ${dir}, or set LONGHAUL_HOME to a folder outside it, or set DATABASE_URL to an existing database`);
+      }
+    }
   }
 
   async function connectable(database = 'postgres'): Promise<boolean> {

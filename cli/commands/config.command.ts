@@ -1,0 +1,33 @@
+import { config, environmentSchema } from '../../infra/config.js';
+import { parseFlags } from '../arguments.js';
+import type { Command } from '../command.js';
+
+/** The variables table of docs/CONFIG.md, generated from the schema so the two never drift. */
+export function configMarkdownTable(): string {
+  const lines = ['| Variable | Default | Meaning |', '|---|---|---|'];
+  for (const [name, schema] of Object.entries(environmentSchema.shape)) {
+    const description = schema.description ?? '';
+    const fallback = (schema as { def?: { defaultValue?: unknown } }).def?.defaultValue;
+    lines.push(`| \`${name}\` | ${fallback === undefined ? '—' : fallback === '' ? '(empty)' : `\`${String(fallback)}\``} | ${description} |`);
+  }
+  return lines.join('\n');
+}
+
+export const configCommand: Command = {
+  name: 'config',
+  summary: 'print the effective configuration (secrets masked), or the variables as a markdown table',
+  usage: `longhaul config [--markdown]
+
+Prints the configuration read from the environment as JSON, secrets masked.
+  --markdown   print every variable with its default and meaning (docs/CONFIG.md's table)`,
+  async run(args) {
+    const { values } = parseFlags(args, { markdown: { type: 'boolean' } });
+    if (values.markdown) {
+      console.log(configMarkdownTable());
+      return 0;
+    }
+    const settings = config();
+    console.log(JSON.stringify({ ...settings, s3: { ...settings.s3, secretKey: '***' } }, null, 2));
+    return 0;
+  },
+};

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The test command (README, .ci/run): install what is missing, lint (layer rules), start a test
+# stack on its own ports and data folder, run the TypeScript tests (node:test) and the engine's
+# tests (pytest), stop the stack, and print one summary line: "N passed, N failed".
+set -uo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+started=$(date +%s)
+bash infra/install.sh || exit 1
+
+# A stack of its own, so tests never touch the user's .longhaul data or ports.
+export LONGHAUL_HOME="${LONGHAUL_TEST_HOME:-$root/.longhaul-test}"
+export LONGHAUL_TEMPORAL_PORT=17233 LONGHAUL_TEMPORAL_UI_PORT=18233 LONGHAUL_PG_PORT=55433 LONGHAUL_S3_PORT=16333
+export LONGHAUL_TOOLS_DIR="${LONGHAUL_TOOLS_DIR:-$root/.longhaul/tools}"
+unset TEMPORAL_ADDRESS DATABASE_URL S3_ENDPOINT
+if [ "${LONGHAUL_TEST_KEEP_DATA:-0}" != 1 ]; then
+  node dist/cli/main.js down >/dev/null 2>&1 || true
+  rm -rf "$LONGHAUL_HOME"
+fi
+
+echo "== lint (eslint layer rules + tsc)"
+lint_failed=0
+npx eslint . || lint_failed=1
+
+echo "== stack up ($LONGHAUL_HOME)"
+stack_started=$(date +%s)
+if ! node dist/cli/main.js up --no-workers; then
+  echo "stack failed to start; logs:"; tail -n 30 "$LONGHAUL_HOME"/logs/*.log
+  echo "0 passed, 1 failed"; exit 1
+fi
+echo "stack up in $(( $(date +%s) - stack_started )) s"
+trap 'node dist/cli/main.js down >/dev/null 2>&1 || true' EXIT
+
+echo "== TypeScript tests (node:test)"
+tap="$LONGHAUL_HOME/node-tests.tap"
+mapfile -t files < <(find dist -name '*.test.js' -not -path '*/node_modules/*' | sort)
+node --test --test-concurrency="${LONGHAUL_TEST_CONCURRENCY:-2}" --test-timeout=600000 \
+  --test-reporter=spec --test-reporter-destination=stdout \
+  --test-reporter=tap --test-reporter-destination="$tap" "${files[@]}"
+node_status=$?
+node_pass=$(grep -E '^# pass ' "$tap" | awk '{print $3}'); node_fail=$(grep -E '^# fail ' "$tap" | awk '{print $3}')
+
+echo "== engine tests (pytest)"
+py_out="$LONGHAUL_HOME/pytest.out"
+(cd gpu/engine && "$LONGHAUL_TOOLS_DIR/venv/bin/python" -m pytest -q -p no:cacheprovider) | tee "$py_out"
+py_status=${PIPESTATUS[0]}
+py_pass=$(grep -oE '[0-9]+ passed' "$py_out" | tail -1 | awk '{print $1}'); py_fail=$(grep -oE '[0-9]+ (failed|error)' "$py_out" | awk '{s+=$1} END {print s+0}')
+
+passed=$(( ${node_pass:-0} + ${py_pass:-0} ))
+failed=$(( ${node_fail:-0} + ${py_fail:-0} + lint_failed ))
+[ "$node_status" -ne 0 ] && [ "${node_fail:-0}" -eq 0 ] && failed=$((failed + 1))
+[ "$py_status" -ne 0 ] && [ "$py_status" -ne 5 ] && [ "${py_fail:-0}" -eq 0 ] && failed=$((failed + 1))
+echo "== done in $(( $(date +%s) - started )) s (lint: $([ $lint_failed = 0 ] && echo ok || echo FAILED))"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
