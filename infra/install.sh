@@ -10,6 +10,9 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 tools="${LONGHAUL_TOOLS_DIR:-$root/.longhaul/tools}"
 export ONNXRUNTIME_NODE_INSTALL=skip   # its install script downloads CUDA binaries otherwise; no internet here
+mkdir -p "$root/.longhaul"
+exec 9>"$root/.longhaul/install.lock"
+flock 9   # one install at a time (parallel shells, helpers, CI); dependency changes take this lock too
 say() { printf '[install] %s\n' "$*" >&2; }
 fail() { printf '[install] FAILED: %s\n' "$*" >&2; exit 1; }
 hash_of() { cat "$@" 2>/dev/null | sha256sum | cut -c1-16; }

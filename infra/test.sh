@@ -10,7 +10,9 @@ bash infra/install.sh || exit 1
 
 # A stack of its own, so tests never touch the user's .longhaul data or ports.
 export LONGHAUL_HOME="${LONGHAUL_TEST_HOME:-$root/.longhaul-test}"
-export LONGHAUL_TEMPORAL_PORT=17233 LONGHAUL_TEMPORAL_UI_PORT=18233 LONGHAUL_PG_PORT=55433 LONGHAUL_S3_PORT=16333
+# LONGHAUL_TEST_*_PORT move the test stack (e.g. to run two test stacks side by side).
+export LONGHAUL_TEMPORAL_PORT="${LONGHAUL_TEST_TEMPORAL_PORT:-17233}" LONGHAUL_TEMPORAL_UI_PORT="${LONGHAUL_TEST_TEMPORAL_UI_PORT:-18233}"
+export LONGHAUL_PG_PORT="${LONGHAUL_TEST_PG_PORT:-55433}" LONGHAUL_S3_PORT="${LONGHAUL_TEST_S3_PORT:-16333}"
 export LONGHAUL_TOOLS_DIR="${LONGHAUL_TOOLS_DIR:-$root/.longhaul/tools}"
 unset TEMPORAL_ADDRESS DATABASE_URL S3_ENDPOINT
 if [ "${LONGHAUL_TEST_KEEP_DATA:-0}" != 1 ]; then

@@ -1,0 +1,46 @@
+/**
+ * Port: a policy that generates text. Two backends implement it (DESIGN §3.6): `onnx` (the local
+ * SmolLM2 policy in the gpu-infer worker) and `openai` (any OpenAI-compatible server).
+ */
+export interface SamplingOptions {
+  /** Maximum new tokens. */
+  readonly maxNewTokens: number;
+  /** 0 means greedy. @default 0 */
+  readonly temperature?: number;
+  /** Nucleus sampling mass. @default 1 */
+  readonly topP?: number;
+  /** Seed for sampling; the same seed, prompt and version give the same tokens. */
+  readonly seed?: number;
+  /** Generation stops after any of these strings (included in the text). */
+  readonly stop?: readonly string[];
+}
+
+export interface GenerateRequest extends SamplingOptions {
+  /** The full prompt text (the backend applies no chat template unless `chat` is set). */
+  readonly prompt: string;
+  /** Chat mode: `prompt` is ignored and these messages go through the model's chat template. */
+  readonly messages?: readonly { role: 'system' | 'user' | 'assistant' | 'tool'; content: string }[];
+  /** Tokens generated so far for this turn by an interrupted generation: continue after them. */
+  readonly prefixTokenIds?: readonly number[];
+}
+
+export interface GenerateResult {
+  readonly text: string;
+  readonly promptTokenIds: readonly number[];
+  /** Generated token ids (including any resumed prefix). */
+  readonly tokenIds: readonly number[];
+  /** Behaviour log-probabilities, one per generated token (empty when the server cannot return them). */
+  readonly logprobs: readonly number[];
+  /** Policy version that produced each generated token. */
+  readonly tokenVersions: readonly number[];
+  readonly policyVersion: number;
+  readonly finishReason: 'stop' | 'length' | 'interrupted';
+}
+
+export interface PolicyBackend {
+  readonly name: 'onnx' | 'openai' | 'scripted';
+  /** Generate; an aborted signal ends the generation early with finishReason "interrupted". */
+  generate(request: GenerateRequest, signal?: AbortSignal): Promise<GenerateResult>;
+  /** The version this backend serves now. */
+  currentVersion(): Promise<number>;
+}
