@@ -1,2 +1,3 @@
 // Every workflow the agent worker registers. The bundle is built from this file.
 export { skeletonTrajectory, payloadRoundTrip } from './skeleton.workflow.js';
+export { trajectory } from './trajectory.workflow.js';

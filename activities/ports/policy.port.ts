@@ -22,6 +22,10 @@ export interface GenerateRequest extends SamplingOptions {
   readonly messages?: readonly { role: 'system' | 'user' | 'assistant' | 'tool'; content: string }[];
   /** Tokens generated so far for this turn by an interrupted generation: continue after them. */
   readonly prefixTokenIds?: readonly number[];
+  /** Behaviour log-probabilities of the prefix tokens as first generated (kept, not recomputed). */
+  readonly prefixLogprobs?: readonly number[];
+  /** Policy versions that generated the prefix tokens (default: the version serving now). */
+  readonly prefixTokenVersions?: readonly number[];
 }
 
 export interface GenerateResult {

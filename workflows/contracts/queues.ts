@@ -6,3 +6,8 @@ export type QueueRole = (typeof queueRoles)[number];
 export function taskQueueName(role: QueueRole, prefix = ''): string {
   return `${prefix}${role}`;
 }
+
+/** The prefix of a task queue named by taskQueueName (so a workflow finds its sibling queues). */
+export function queuePrefixOf(taskQueue: string, role: QueueRole = 'agent'): string {
+  return taskQueue.endsWith(role) ? taskQueue.slice(0, taskQueue.length - role.length) : '';
+}

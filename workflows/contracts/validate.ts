@@ -48,3 +48,39 @@ export function stringField(input: Fields, field: string, options: { maxLength: 
   }
   return value;
 }
+
+export function numberField(input: Fields, field: string, options: { min: number; max: number; default: number }): number {
+  const value = input[field];
+  if (value === undefined) return options.default;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < options.min || value > options.max) {
+    throw new InputError(field, `expected a number between ${options.min} and ${options.max}, got ${JSON.stringify(value)}`);
+  }
+  return value;
+}
+
+export function enumField<T extends string>(input: Fields, field: string, allowed: readonly T[], fallback: T): T {
+  const value = input[field];
+  if (value === undefined) return fallback;
+  if (typeof value !== 'string' || !allowed.includes(value as T)) throw new InputError(field, `expected one of ${allowed.map((item) => JSON.stringify(item)).join(', ')}, got ${JSON.stringify(value)}`);
+  return value as T;
+}
+
+export function stringListField(input: Fields, field: string, options: { maxItems: number; maxLength: number; default: readonly string[] }): string[] {
+  const value = input[field];
+  if (value === undefined) return [...options.default];
+  if (!Array.isArray(value) || value.length > options.maxItems || !value.every((item) => typeof item === 'string' && item.length <= options.maxLength)) {
+    throw new InputError(field, `expected a list of at most ${options.maxItems} strings of at most ${options.maxLength} characters`);
+  }
+  return value as string[];
+}
+
+/** A nested object field: validated by `parse`, with errors renamed to "field.inner". */
+export function nestedField<T>(input: Fields, field: string, parse: (value: Fields) => T): T {
+  const value = input[field] ?? {};
+  try {
+    return parse(objectInput(value, field));
+  } catch (error) {
+    if (error instanceof InputError) throw new InputError(error.field === 'input' ? field : `${field}.${error.field}`, error.message.slice(error.field.length + 2));
+    throw error;
+  }
+}

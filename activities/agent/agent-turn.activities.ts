@@ -1,0 +1,121 @@
+/**
+ * The agent's per-turn activities. Each is idempotent by (trajectory, turn): its outcome is an
+ * immutable blob, so a retry after a crash returns what the first attempt produced and a tool call
+ * that completed never runs again. Workflow history gets small summaries only.
+ */
+import { CancelledFailure } from '@temporalio/common';
+import { Context } from '@temporalio/activity';
+import type { BlobStore } from '../ports/blob-store.port.js';
+import type { GenerateResult, PolicyBackend } from '../ports/policy.port.js';
+import type { ParsedAction } from '../../workflows/contracts/trajectory.contract.js';
+import type { ToolActivities } from '../../workflows/contracts/tools.contract.js';
+import type { GenerateTurnInput, GenerateTurnResult, RunTurnToolsInput, ToolCallSummary } from '../../workflows/contracts/agent-turn.contract.js';
+import { actionKey, parseAction } from './parse-action.js';
+import { buildPrompt, stopStrings } from './prompt.js';
+import { createContextLoader, readJson, transcriptKeys, writeJson, type GenerationRecord, type PartialGeneration, type ToolsRecord } from './transcript.js';
+
+const SUMMARY_CHARS = 300;
+
+/** Tool-call inputs in history are cut short: the full call is in the generation blob. */
+function summarizeAction(action: ParsedAction): ParsedAction {
+  if (action.kind !== 'tools') return action.kind === 'answer' ? { kind: 'answer', answer: action.answer.slice(0, 2000) } : action;
+  return { kind: 'tools', calls: action.calls.map((call) => ({ tool: call.tool, input: clip(call.input) })) };
+}
+
+function clip(input: unknown): unknown {
+  const text = JSON.stringify(input) ?? 'null';
+  return text.length <= SUMMARY_CHARS ? input : { truncated: text.slice(0, SUMMARY_CHARS) };
+}
+
+function summarizeGeneration(record: GenerationRecord): GenerateTurnResult {
+  return {
+    action: summarizeAction(record.action),
+    actionKey: actionKey(record.action),
+    generatedTokens: record.tokenIds.length,
+    promptTokens: record.promptTokenIds.length,
+    policyVersion: record.policyVersion,
+    versions: [...new Set(record.tokenVersions)].sort((a, b) => a - b),
+    finishReason: record.finishReason,
+    interruptions: record.interruptions,
+  };
+}
+
+export interface AgentTurnDependencies {
+  readonly blobs: BlobStore;
+  readonly backend: PolicyBackend;
+}
+
+/** generateTurn runs on the gpu-infer queue, next to the policy. */
+export function createGenerateTurnActivities({ blobs, backend }: AgentTurnDependencies) {
+  const loadContext = createContextLoader(blobs);
+  return {
+    async generateTurn(input: GenerateTurnInput): Promise<GenerateTurnResult> {
+      const { trajectoryId: id, turn } = input;
+      const done = await readJson<GenerationRecord>(blobs, transcriptKeys.generation(id, turn));
+      if (done) return summarizeGeneration(done);
+      const segments = await loadContext(id, turn - 1);
+      const prompt = buildPrompt(input.question, segments, input.prompt);
+      const partial = await readJson<PartialGeneration>(blobs, transcriptKeys.partial(id, turn));
+      const context = Context.current();
+      const beat = setInterval(() => context.heartbeat({ turn }), 1000);
+      let result: GenerateResult;
+      try {
+        result = await backend.generate({
+          prompt,
+          maxNewTokens: Math.max(1, input.maxNewTokens - (partial?.tokenIds.length ?? 0)),
+          temperature: input.temperature,
+          seed: input.seed + turn,
+          stop: stopStrings(input.prompt),
+          ...(partial ? { prefixTokenIds: partial.tokenIds } : {}),
+        }, context.cancellationSignal);
+      } finally {
+        clearInterval(beat);
+      }
+      if (result.finishReason === 'interrupted') {
+        // Keep what was generated; the resubmitted activity continues after it under the new version.
+        await writeJson(blobs, transcriptKeys.partial(id, turn), {
+          text: result.text, tokenIds: result.tokenIds, logprobs: result.logprobs, tokenVersions: result.tokenVersions,
+          interruptions: (partial?.interruptions ?? 0) + 1,
+        } satisfies PartialGeneration);
+        throw new CancelledFailure('generation interrupted; partial output saved');
+      }
+      if (partial) {
+        // The backend re-tags resumed tokens with its current version: restore what produced them.
+        const kept = partial.tokenIds.length;
+        result = { ...result, tokenVersions: [...partial.tokenVersions, ...result.tokenVersions.slice(kept)], logprobs: [...partial.logprobs, ...result.logprobs.slice(kept)] };
+      }
+      const action = parseAction(result.text, { protocol: input.prompt.protocol, tools: input.prompt.tools, maxCallsPerTurn: input.maxCallsPerTurn });
+      const record: GenerationRecord = {
+        turn, text: result.text, promptChars: prompt.length, promptTokenIds: result.promptTokenIds, tokenIds: result.tokenIds,
+        logprobs: result.logprobs, tokenVersions: result.tokenVersions, policyVersion: result.policyVersion,
+        finishReason: result.finishReason, action, interruptions: partial?.interruptions ?? 0,
+      };
+      await writeJson(blobs, transcriptKeys.generation(id, turn), record);
+      return summarizeGeneration(record);
+    },
+  };
+}
+
+/** runTurnTools runs on the tools queue and wraps the tool registry's runTools. */
+export function createTurnToolActivities({ blobs, tools }: { blobs: BlobStore; tools: Pick<ToolActivities, 'runTools'> }) {
+  return {
+    async runTurnTools(input: RunTurnToolsInput): Promise<ToolCallSummary[]> {
+      const key = transcriptKeys.tools(input.trajectoryId, input.turn);
+      let record = await readJson<ToolsRecord>(blobs, key);
+      if (!record) {
+        const generation = await readJson<GenerationRecord>(blobs, transcriptKeys.generation(input.trajectoryId, input.turn));
+        if (!generation || generation.action.kind !== 'tools') throw new Error(`turn ${input.turn} of ${input.trajectoryId} has no tool calls to run`);
+        const results = await tools.runTools({ key: `${input.trajectoryId}/turn-${input.turn}`, calls: generation.action.calls, maxObservationChars: input.maxObservationChars });
+        record = { turn: input.turn, results };
+        await writeJson(blobs, key, record);
+      }
+      return record.results.map((result) => ({
+        tool: result.tool, ok: result.ok, invalid: result.invalid, truncated: result.truncated,
+        latencyMs: result.latencyMs, cacheHit: result.cacheHit, documentIds: result.documentIds.slice(0, 20),
+      }));
+    },
+  };
+}
+
+export type GenerateTurnActivities = ReturnType<typeof createGenerateTurnActivities>;
+export type TurnToolActivities = ReturnType<typeof createTurnToolActivities>;

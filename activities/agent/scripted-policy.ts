@@ -1,0 +1,70 @@
+/**
+ * A deterministic policy for tests and benchmarks, behind the real PolicyBackend port. The script
+ * rides in the question: `script:{"turns":N,"answer":"…","delayMs":…,"tokenDelayMs":…,"invalidEvery":…}`.
+ * It searches for N-1 turns and then answers. `tokenDelayMs` makes generation take time token by
+ * token, so interruptions and kills can land mid-generation.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { GenerateRequest, GenerateResult, PolicyBackend } from '../ports/policy.port.js';
+
+interface Script {
+  turns: number;
+  answer: string;
+  delayMs: number;
+  tokenDelayMs: number;
+  invalidEvery: number;
+}
+
+function readScript(prompt: string): Script {
+  const match = /script:(\{[^\n<]*\})/.exec(prompt);
+  let parsed: Partial<Script> = {};
+  try {
+    parsed = match ? (JSON.parse(match[1]!) as Partial<Script>) : {};
+  } catch {
+    parsed = {};
+  }
+  return { turns: parsed.turns ?? 3, answer: parsed.answer ?? 'scripted answer', delayMs: parsed.delayMs ?? 0, tokenDelayMs: parsed.tokenDelayMs ?? 0, invalidEvery: parsed.invalidEvery ?? 0 };
+}
+
+/** Turns already taken, from the prompt: one observation per turn, plus any omitted ones. */
+function turnsTaken(prompt: string): number {
+  const omitted = /\[(\d+) earlier steps omitted\]/.exec(prompt);
+  return (prompt.match(/\n<\/information>\n/g)?.length ?? 0) + (omitted ? Math.floor(Number(omitted[1]) / 2) : 0);
+}
+
+export function createScriptedPolicy(options: { version?: () => number } = {}): PolicyBackend {
+  const version = options.version ?? (() => 0);
+  return {
+    name: 'scripted',
+    async currentVersion() {
+      return version();
+    },
+    async generate(request: GenerateRequest, signal?: AbortSignal): Promise<GenerateResult> {
+      const script = readScript(request.prompt);
+      const turn = turnsTaken(request.prompt);
+      const text = turn + 1 >= script.turns ? `<think>done after ${turn} searches</think>\n<answer>${script.answer}</answer>`
+        : script.invalidEvery > 0 && (turn + 1) % script.invalidEvery === 0 ? `<search>unclosed step ${turn}`
+          : `<think>step ${turn}</think>\n<search>query ${turn}</search>`;
+      if (script.delayMs > 0) await sleep(script.delayMs);
+      const prefix = [...(request.prefixTokenIds ?? [])];
+      const tokenIds = [...prefix];
+      const tokenVersions: number[] = prefix.map(() => -1);
+      const all = [...text].map((character) => character.codePointAt(0)!);
+      for (let index = prefix.length; index < all.length && index < prefix.length + request.maxNewTokens; index += 1) {
+        if (signal?.aborted) return result('interrupted');
+        if (script.tokenDelayMs > 0) await sleep(script.tokenDelayMs);
+        tokenIds.push(all[index]!);
+        tokenVersions.push(version());
+      }
+      return result(tokenIds.length >= all.length ? 'stop' : 'length');
+
+      function result(finishReason: GenerateResult['finishReason']): GenerateResult {
+        return {
+          text: String.fromCodePoint(...tokenIds), promptTokenIds: [...request.prompt.slice(0, 64)].map((character) => character.codePointAt(0)!),
+          tokenIds: [...tokenIds], logprobs: tokenIds.map(() => -0.5), tokenVersions: tokenVersions.map((tagged) => (tagged < 0 ? version() : tagged)),
+          policyVersion: version(), finishReason,
+        };
+      }
+    },
+  };
+}

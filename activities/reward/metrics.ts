@@ -1,0 +1,97 @@
+/**
+ * QA rewards as the literature computes them (SQuAD-style normalisation: lowercase, drop
+ * punctuation and the articles a/an/the, collapse whitespace). Reward functions never throw:
+ * a failure scores 0 and the error is recorded.
+ */
+export function normalizeAnswer(text: string): string {
+  return text
+    .toLowerCase()
+    .normalize('NFKD').replace(/[\u0300-\u036f]/g, '')
+    .replace(/[^\p{L}\p{N}\s]/gu, ' ')
+    .replace(/\b(a|an|the)\b/g, ' ')
+    .replace(/\s+/g, ' ')
+    .trim();
+}
+
+export function exactMatch(prediction: string, golds: readonly string[]): number {
+  const normalized = normalizeAnswer(prediction);
+  return golds.some((gold) => normalizeAnswer(gold) === normalized) ? 1 : 0;
+}
+
+/** Token F1 against the best-matching gold answer. */
+export function tokenF1(prediction: string, golds: readonly string[]): number {
+  const predicted = normalizeAnswer(prediction).split(' ').filter(Boolean);
+  let best = 0;
+  for (const gold of golds) {
+    const expected = normalizeAnswer(gold).split(' ').filter(Boolean);
+    if (predicted.length === 0 || expected.length === 0) {
+      best = Math.max(best, predicted.length === expected.length ? 1 : 0);
+      continue;
+    }
+    const counts = new Map<string, number>();
+    for (const token of expected) counts.set(token, (counts.get(token) ?? 0) + 1);
+    let common = 0;
+    for (const token of predicted) {
+      const left = counts.get(token) ?? 0;
+      if (left > 0) {
+        common += 1;
+        counts.set(token, left - 1);
+      }
+    }
+    if (common === 0) continue;
+    const precision = common / predicted.length;
+    const recall = common / expected.length;
+    best = Math.max(best, (2 * precision * recall) / (precision + recall));
+  }
+  return best;
+}
+
+/** Cover-EM: a normalised gold answer appears inside the normalised prediction (on word boundaries). */
+export function coverExactMatch(prediction: string, golds: readonly string[]): number {
+  const normalized = ` ${normalizeAnswer(prediction)} `;
+  return golds.some((gold) => {
+    const target = normalizeAnswer(gold);
+    return target.length > 0 && normalized.includes(` ${target} `);
+  }) ? 1 : 0;
+}
+
+export interface FormatStats {
+  readonly turns: number;
+  readonly invalidSteps: number;
+  readonly answered: boolean;
+}
+
+/** 1 when the trajectory answered and every step was well-formed; the valid fraction otherwise, halved without an answer. */
+export function formatScore({ turns, invalidSteps, answered }: FormatStats): number {
+  const valid = turns === 0 ? 0 : (turns - invalidSteps) / turns;
+  return answered ? valid : valid / 2;
+}
+
+export type MetricName = 'em' | 'f1' | 'cover_em' | 'format';
+
+export interface RewardParts {
+  readonly parts: Record<string, number>;
+  readonly errors: Record<string, string>;
+}
+
+/** Every metric, each guarded: a metric that throws scores 0 and its error is kept. */
+export function scoreAnswer(prediction: string | null, golds: readonly string[], format: FormatStats): RewardParts {
+  const parts: Record<string, number> = {};
+  const errors: Record<string, string> = {};
+  const metrics: Record<MetricName, () => number> = {
+    em: () => (prediction === null ? 0 : exactMatch(prediction, golds)),
+    f1: () => (prediction === null ? 0 : tokenF1(prediction, golds)),
+    cover_em: () => (prediction === null ? 0 : coverExactMatch(prediction, golds)),
+    format: () => formatScore(format),
+  };
+  for (const [name, metric] of Object.entries(metrics)) {
+    try {
+      const value = metric();
+      parts[name] = Number.isFinite(value) ? value : 0;
+    } catch (error) {
+      parts[name] = 0;
+      errors[name] = error instanceof Error ? error.message : String(error);
+    }
+  }
+  return { parts, errors };
+}

@@ -1,0 +1,76 @@
+/** Inputs and outputs of the per-turn activities the trajectory workflow calls. Small by design. */
+import type { ContextMode, ParsedAction, Protocol } from './trajectory.contract.js';
+
+export interface PromptSettings {
+  readonly protocol: Protocol;
+  readonly contextMode: ContextMode;
+  readonly recentChars: number;
+  readonly tools: readonly string[];
+  readonly template: 'chatml' | 'plain';
+}
+
+export interface GenerateTurnInput {
+  readonly trajectoryId: string;
+  readonly turn: number;
+  readonly question: string;
+  readonly prompt: PromptSettings;
+  readonly maxNewTokens: number;
+  readonly maxCallsPerTurn: number;
+  readonly temperature: number;
+  readonly seed: number;
+  /** Version the workflow wants; the backend reports the version it actually used per token. */
+  readonly policyVersion: number;
+}
+
+export interface GenerateTurnResult {
+  /** The parsed action, with long tool inputs clipped (the full text is in the generation blob). */
+  readonly action: ParsedAction;
+  readonly actionKey: string;
+  readonly generatedTokens: number;
+  readonly promptTokens: number;
+  readonly policyVersion: number;
+  /** Distinct policy versions among this turn's tokens (more than one after an interruption). */
+  readonly versions: readonly number[];
+  readonly finishReason: string;
+  readonly interruptions: number;
+}
+
+export interface RunTurnToolsInput {
+  readonly trajectoryId: string;
+  readonly turn: number;
+  readonly maxObservationChars: number;
+}
+
+export interface ToolCallSummary {
+  readonly tool: string;
+  readonly ok: boolean;
+  readonly invalid: boolean;
+  readonly truncated: boolean;
+  readonly latencyMs: number;
+  readonly cacheHit: boolean;
+  readonly documentIds: readonly string[];
+}
+
+export interface FinishTrajectoryInput {
+  readonly trajectoryId: string;
+  readonly question: string;
+  readonly answers: readonly string[];
+  readonly questionId: string;
+  readonly dataset: string;
+  readonly runId: string;
+  readonly turns: number;
+  readonly stopReason: string;
+  readonly answer: string | null;
+  readonly invalidSteps: number;
+  readonly generatedTokens: number;
+  readonly versionsUsed: readonly number[];
+  readonly rewardMetric: 'em' | 'f1' | 'cover_em' | 'judge';
+}
+
+export interface FinishTrajectoryResult {
+  readonly reward: number;
+  readonly rewardParts: Readonly<Record<string, number>>;
+  readonly recordKey: string;
+  /** False when a retry found the record already written. */
+  readonly written: boolean;
+}

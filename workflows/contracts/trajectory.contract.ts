@@ -1,0 +1,123 @@
+/**
+ * The trajectory workflow: one search-agent episode. Generate → parse → run tools → observe →
+ * repeat, until an answer or a limit. Texts, token ids and logprobs live in the blob store; the
+ * workflow holds counters and references only.
+ */
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { ToolCall } from './tools.contract.js';
+
+export const trajectoryWorkflowType = 'trajectory';
+
+/** How the prompt is assembled from history (ASearcher's two agent modes). */
+export type ContextMode = 'full' | 'recent';
+/** Tool-call protocol: ASearcher's tags, or JSON function calls inside <tool_call>…</tool_call>. */
+export type Protocol = 'tags' | 'json';
+export type InvalidPolicy = 'continue' | 'stop';
+
+export interface TrajectoryLimits {
+  /** Maximum tool-call turns. @default 200 */
+  readonly maxTurns: number;
+  /** Maximum generated tokens over the whole trajectory. @default 200000 */
+  readonly maxTotalTokens: number;
+  /** Maximum new tokens per generation. @default 512 */
+  readonly maxNewTokensPerTurn: number;
+  /** Wall-clock budget in seconds (workflow time). @default 3600 */
+  readonly maxWallSeconds: number;
+  /** Stop when the same action repeats this many times in a row (0 = never). @default 3 */
+  readonly maxRepeats: number;
+  /** Stop after this many invalid steps in total. @default 5 */
+  readonly maxInvalidSteps: number;
+}
+
+export interface TrajectoryOptions {
+  readonly protocol: Protocol;
+  readonly contextMode: ContextMode;
+  /** In `recent` mode: characters of most recent history kept. @default 25000 */
+  readonly recentChars: number;
+  /** Observations are cut to this many characters (ASearcher: 5,000 per document). @default 5000 */
+  readonly maxObservationChars: number;
+  /** Tool calls allowed in one turn (run in parallel). @default 1 */
+  readonly maxCallsPerTurn: number;
+  /** What an invalid step does: keep going (with an error observation) or end the trajectory. @default "continue" */
+  readonly onInvalid: InvalidPolicy;
+  /** Tools offered to the agent. @default ["search","access","answer"] */
+  readonly tools: readonly string[];
+  /** 0 = greedy. @default 0 */
+  readonly temperature: number;
+  /** Sampling seed; with temperature 0 the policy is deterministic anyway. @default 0 */
+  readonly seed: number;
+}
+
+export interface TrajectoryInput {
+  readonly question: string;
+  /** Gold answers, for the reward. Empty = unscored. */
+  readonly answers?: readonly string[];
+  readonly questionId?: string;
+  readonly dataset?: string;
+  /** Learner run this trajectory belongs to (empty for single runs). */
+  readonly runId?: string;
+  /** Policy version to start generating with. @default 0 */
+  readonly policyVersion?: number;
+  /** Workflow id of a learner to signal with the finished record. */
+  readonly reportTo?: string;
+  readonly limits?: Partial<TrajectoryLimits>;
+  readonly options?: Partial<TrajectoryOptions>;
+  /** Reward: which metric is "the" reward. @default "f1" */
+  readonly rewardMetric?: 'em' | 'f1' | 'cover_em' | 'judge';
+  /** Internal: carried across continue-as-new. */
+  readonly carried?: CarriedState;
+}
+
+/** Counters that survive continue-as-new. Small by construction. */
+export interface CarriedState {
+  readonly turn: number;
+  readonly generatedTokens: number;
+  readonly invalidSteps: number;
+  readonly repeats: number;
+  readonly lastActionKey: string;
+  readonly startedAtMs: number;
+  readonly versionsUsed: readonly number[];
+  readonly policyVersion: number;
+}
+
+/** What a parsed model output asks for. */
+export type ParsedAction =
+  | { readonly kind: 'tools'; readonly calls: readonly ToolCall[] }
+  | { readonly kind: 'answer'; readonly answer: string }
+  | { readonly kind: 'invalid'; readonly reason: string };
+
+export type StopReason = 'answered' | 'max_turns' | 'max_tokens' | 'max_wall_time' | 'repeated' | 'invalid' | 'no_action' | 'cancelled';
+
+export interface TrajectoryState {
+  readonly trajectoryId: string;
+  readonly turn: number;
+  readonly status: 'running' | 'completed' | 'cancelled' | 'failed';
+  readonly lastAction: string;
+  readonly generatedTokens: number;
+  readonly invalidSteps: number;
+  readonly policyVersion: number;
+  readonly versionsUsed: readonly number[];
+  readonly generating: boolean;
+}
+
+export interface TrajectoryResult {
+  readonly trajectoryId: string;
+  readonly turns: number;
+  readonly stopReason: StopReason;
+  readonly answer: string | null;
+  readonly reward: number;
+  readonly rewardParts: Readonly<Record<string, number>>;
+  /** Blob key of the full record (DESIGN §5). */
+  readonly recordKey: string;
+  readonly generatedTokens: number;
+  readonly versionsUsed: readonly number[];
+}
+
+export const trajectoryStateQuery = defineQuery<TrajectoryState>('state');
+/** Sets the policy version used from the next generation on; returns the version now in force. */
+export const setPolicyVersionUpdate = defineUpdate<number, [number]>('setPolicyVersion');
+/** Interrupts a generation in flight; it is resubmitted under the current version with the text so far. */
+export const interruptSignal = defineSignal<[]>('interrupt');
+
+/** Signal a finished trajectory sends to the workflow named in `reportTo` (the learner). */
+export const trajectoryFinishedSignal = defineSignal<[TrajectoryResult & { runId: string; questionId: string }]>('trajectoryFinished');

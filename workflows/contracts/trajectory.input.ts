@@ -1,0 +1,62 @@
+/** Validation and defaults of trajectory input (pure: runs inside the workflow). */
+import type { TrajectoryLimits, TrajectoryOptions } from './trajectory.contract.js';
+import { InputError, enumField, integerField, nestedField, numberField, objectInput, rejectUnknown, stringField, stringListField, type Fields } from './validate.js';
+
+export interface NormalizedTrajectoryInput {
+  readonly question: string;
+  readonly answers: readonly string[];
+  readonly questionId: string;
+  readonly dataset: string;
+  readonly runId: string;
+  readonly policyVersion: number;
+  readonly reportTo: string;
+  readonly limits: TrajectoryLimits;
+  readonly options: TrajectoryOptions;
+  readonly rewardMetric: 'em' | 'f1' | 'cover_em' | 'judge';
+}
+
+function parseLimits(value: Fields): TrajectoryLimits {
+  rejectUnknown(value, ['maxTurns', 'maxTotalTokens', 'maxNewTokensPerTurn', 'maxWallSeconds', 'maxRepeats', 'maxInvalidSteps']);
+  return {
+    maxTurns: integerField(value, 'maxTurns', { min: 1, max: 100_000, default: 200 }),
+    maxTotalTokens: integerField(value, 'maxTotalTokens', { min: 1, max: 100_000_000, default: 200_000 }),
+    maxNewTokensPerTurn: integerField(value, 'maxNewTokensPerTurn', { min: 1, max: 65_536, default: 512 }),
+    maxWallSeconds: integerField(value, 'maxWallSeconds', { min: 1, max: 7 * 24 * 3600, default: 3600 }),
+    maxRepeats: integerField(value, 'maxRepeats', { min: 0, max: 1000, default: 3 }),
+    maxInvalidSteps: integerField(value, 'maxInvalidSteps', { min: 1, max: 100_000, default: 5 }),
+  };
+}
+
+function parseOptions(value: Fields): TrajectoryOptions {
+  rejectUnknown(value, ['protocol', 'contextMode', 'recentChars', 'maxObservationChars', 'maxCallsPerTurn', 'onInvalid', 'tools', 'temperature', 'seed']);
+  const tools = stringListField(value, 'tools', { maxItems: 32, maxLength: 64, default: ['search', 'access', 'answer'] });
+  if (!tools.includes('answer')) throw new InputError('tools', 'must include "answer" (the agent has to be able to finish)');
+  return {
+    protocol: enumField(value, 'protocol', ['tags', 'json'] as const, 'tags'),
+    contextMode: enumField(value, 'contextMode', ['full', 'recent'] as const, 'full'),
+    recentChars: integerField(value, 'recentChars', { min: 1000, max: 10_000_000, default: 25_000 }),
+    maxObservationChars: integerField(value, 'maxObservationChars', { min: 100, max: 1_000_000, default: 5000 }),
+    maxCallsPerTurn: integerField(value, 'maxCallsPerTurn', { min: 1, max: 16, default: 1 }),
+    onInvalid: enumField(value, 'onInvalid', ['continue', 'stop'] as const, 'continue'),
+    tools,
+    temperature: numberField(value, 'temperature', { min: 0, max: 5, default: 0 }),
+    seed: integerField(value, 'seed', { min: 0, max: 2 ** 31 - 1, default: 0 }),
+  };
+}
+
+export function parseTrajectoryInput(raw: unknown): NormalizedTrajectoryInput {
+  const input = objectInput(raw, 'trajectory');
+  rejectUnknown(input, ['question', 'answers', 'questionId', 'dataset', 'runId', 'policyVersion', 'reportTo', 'limits', 'options', 'rewardMetric', 'carried']);
+  return {
+    question: stringField(input, 'question', { maxLength: 20_000 }),
+    answers: stringListField(input, 'answers', { maxItems: 100, maxLength: 2000, default: [] }),
+    questionId: input.questionId === undefined ? '' : stringField(input, 'questionId', { maxLength: 200 }),
+    dataset: input.dataset === undefined ? '' : stringField(input, 'dataset', { maxLength: 200 }),
+    runId: input.runId === undefined ? '' : stringField(input, 'runId', { maxLength: 200 }),
+    reportTo: input.reportTo === undefined ? '' : stringField(input, 'reportTo', { maxLength: 400 }),
+    policyVersion: integerField(input, 'policyVersion', { min: 0, max: 1_000_000_000, default: 0 }),
+    limits: nestedField(input, 'limits', parseLimits),
+    options: nestedField(input, 'options', parseOptions),
+    rewardMetric: enumField(input, 'rewardMetric', ['em', 'f1', 'cover_em', 'judge'] as const, 'f1'),
+  };
+}
