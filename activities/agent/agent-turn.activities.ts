@@ -45,53 +45,67 @@ export interface AgentTurnDependencies {
   readonly backend: PolicyBackend;
 }
 
-/** generateTurn runs on the gpu-infer queue, next to the policy. */
-export function createGenerateTurnActivities({ blobs, backend }: AgentTurnDependencies) {
+/** How a generation reports liveness and learns it should stop: Temporal's activity context, or nothing. */
+export interface GenerationControl {
+  heartbeat(details: unknown): void;
+  readonly signal?: AbortSignal;
+}
+
+/** The turn's generation, usable with or without Temporal (the overhead benchmark calls it directly). */
+export function createTurnGenerator({ blobs, backend }: AgentTurnDependencies) {
   const loadContext = createContextLoader(blobs);
+  return async function generate(input: GenerateTurnInput, control: GenerationControl): Promise<GenerateTurnResult> {
+    const { trajectoryId: id, turn } = input;
+    const done = await readJson<GenerationRecord>(blobs, transcriptKeys.generation(id, turn));
+    if (done) return summarizeGeneration(done);
+    const segments = await loadContext(id, turn - 1);
+    const prompt = buildPrompt(input.question, segments, input.prompt);
+    const partial = await readJson<PartialGeneration>(blobs, transcriptKeys.partial(id, turn));
+    const beat = setInterval(() => control.heartbeat({ turn }), 1000);
+    let result: GenerateResult;
+    try {
+      result = await backend.generate({
+        prompt,
+        maxNewTokens: Math.max(1, input.maxNewTokens - (partial?.tokenIds.length ?? 0)),
+        temperature: input.temperature,
+        seed: input.seed + turn,
+        stop: stopStrings(input.prompt),
+        ...(partial ? { prefixTokenIds: partial.tokenIds } : {}),
+      }, control.signal);
+    } finally {
+      clearInterval(beat);
+    }
+    if (result.finishReason === 'interrupted') {
+      // Keep what was generated; the resubmitted activity continues after it under the new version.
+      await writeJson(blobs, transcriptKeys.partial(id, turn), {
+        text: result.text, tokenIds: result.tokenIds, logprobs: result.logprobs, tokenVersions: result.tokenVersions,
+        interruptions: (partial?.interruptions ?? 0) + 1,
+      } satisfies PartialGeneration);
+      throw new CancelledFailure('generation interrupted; partial output saved');
+    }
+    if (partial) {
+      // The backend re-tags resumed tokens with its current version: restore what produced them.
+      const kept = partial.tokenIds.length;
+      result = { ...result, tokenVersions: [...partial.tokenVersions, ...result.tokenVersions.slice(kept)], logprobs: [...partial.logprobs, ...result.logprobs.slice(kept)] };
+    }
+    const action = parseAction(result.text, { protocol: input.prompt.protocol, tools: input.prompt.tools, maxCallsPerTurn: input.maxCallsPerTurn });
+    const record: GenerationRecord = {
+      turn, text: result.text, promptChars: prompt.length, promptTokenIds: result.promptTokenIds, tokenIds: result.tokenIds,
+      logprobs: result.logprobs, tokenVersions: result.tokenVersions, policyVersion: result.policyVersion,
+      finishReason: result.finishReason, action, interruptions: partial?.interruptions ?? 0,
+    };
+    await writeJson(blobs, transcriptKeys.generation(id, turn), record);
+    return summarizeGeneration(record);
+  };
+}
+
+/** generateTurn runs on the gpu-infer queue, next to the policy. */
+export function createGenerateTurnActivities(dependencies: AgentTurnDependencies) {
+  const generate = createTurnGenerator(dependencies);
   return {
     async generateTurn(input: GenerateTurnInput): Promise<GenerateTurnResult> {
-      const { trajectoryId: id, turn } = input;
-      const done = await readJson<GenerationRecord>(blobs, transcriptKeys.generation(id, turn));
-      if (done) return summarizeGeneration(done);
-      const segments = await loadContext(id, turn - 1);
-      const prompt = buildPrompt(input.question, segments, input.prompt);
-      const partial = await readJson<PartialGeneration>(blobs, transcriptKeys.partial(id, turn));
       const context = Context.current();
-      const beat = setInterval(() => context.heartbeat({ turn }), 1000);
-      let result: GenerateResult;
-      try {
-        result = await backend.generate({
-          prompt,
-          maxNewTokens: Math.max(1, input.maxNewTokens - (partial?.tokenIds.length ?? 0)),
-          temperature: input.temperature,
-          seed: input.seed + turn,
-          stop: stopStrings(input.prompt),
-          ...(partial ? { prefixTokenIds: partial.tokenIds } : {}),
-        }, context.cancellationSignal);
-      } finally {
-        clearInterval(beat);
-      }
-      if (result.finishReason === 'interrupted') {
-        // Keep what was generated; the resubmitted activity continues after it under the new version.
-        await writeJson(blobs, transcriptKeys.partial(id, turn), {
-          text: result.text, tokenIds: result.tokenIds, logprobs: result.logprobs, tokenVersions: result.tokenVersions,
-          interruptions: (partial?.interruptions ?? 0) + 1,
-        } satisfies PartialGeneration);
-        throw new CancelledFailure('generation interrupted; partial output saved');
-      }
-      if (partial) {
-        // The backend re-tags resumed tokens with its current version: restore what produced them.
-        const kept = partial.tokenIds.length;
-        result = { ...result, tokenVersions: [...partial.tokenVersions, ...result.tokenVersions.slice(kept)], logprobs: [...partial.logprobs, ...result.logprobs.slice(kept)] };
-      }
-      const action = parseAction(result.text, { protocol: input.prompt.protocol, tools: input.prompt.tools, maxCallsPerTurn: input.maxCallsPerTurn });
-      const record: GenerationRecord = {
-        turn, text: result.text, promptChars: prompt.length, promptTokenIds: result.promptTokenIds, tokenIds: result.tokenIds,
-        logprobs: result.logprobs, tokenVersions: result.tokenVersions, policyVersion: result.policyVersion,
-        finishReason: result.finishReason, action, interruptions: partial?.interruptions ?? 0,
-      };
-      await writeJson(blobs, transcriptKeys.generation(id, turn), record);
-      return summarizeGeneration(record);
+      return generate(input, { heartbeat: (details) => context.heartbeat(details), signal: context.cancellationSignal });
     },
   };
 }

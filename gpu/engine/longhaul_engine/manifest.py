@@ -1,0 +1,217 @@
+"""The batch manifest: parse, validate against manifest.schema.json, then check the invariants a
+schema cannot express. Every refusal happens here, before any model is loaded or any compute runs.
+
+Check a manifest without training:
+  cd gpu/engine && ../../.longhaul/tools/venv/bin/python -m longhaul_engine.manifest --manifest PATH
+"""
+import argparse
+import json
+import math
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import EngineError, InvalidBatch, OutputExists
+from .schema import load_schema, validate
+
+ENGINE_STATE = "engine_state.json"
+LOGPROB_TOLERANCE = 1e-4  # a behaviour logprob above 0 (+ rounding) cannot come from a softmax
+
+
+@dataclass(frozen=True)
+class Ppo:
+    clip_epsilon: float
+    importance_cap: float | None
+    importance_cap_mode: str
+    aggregation: str
+    group_normalise: bool
+    turn_discount: float
+    entropy_coefficient: float
+    minibatches: int
+    max_staleness: int
+
+
+@dataclass(frozen=True)
+class Hyperparameters:
+    learning_rate: float
+    weight_decay: float
+    adam_betas: tuple
+    gradient_clip: float | None
+    micro_batch_size: int
+    trainable: dict
+    ema_decay: float | None
+    seed: int
+    ppo: Ppo | None
+    epochs: int = 1                  # sft only
+    batch_size: int | None = None    # sft only: samples per optimizer step (None = all)
+
+
+@dataclass(frozen=True)
+class Sample:
+    id: str
+    token_ids: list
+    loss_mask: list
+    group_id: str = ""
+    reward: float = 0.0
+    behaviour_logprobs: list | None = None
+    policy_versions: list | None = None
+    turn_indices: list | None = None
+
+
+@dataclass(frozen=True)
+class Manifest:
+    kind: str
+    run_id: str
+    step: int
+    base_version: int
+    base_dir: Path
+    output_dir: Path
+    output_version: int
+    hyperparameters: Hyperparameters
+    samples: list
+
+
+def _parse_hyperparameters(raw: dict) -> Hyperparameters:
+    ppo = raw.get("ppo")
+    return Hyperparameters(
+        learning_rate=raw["learningRate"], weight_decay=raw["weightDecay"],
+        adam_betas=tuple(raw.get("adamBetas", (0.9, 0.999))), gradient_clip=raw["gradientClip"],
+        micro_batch_size=int(raw["microBatchSize"]), trainable=raw["trainable"], ema_decay=raw["emaDecay"],
+        seed=int(raw["seed"]), epochs=int(raw.get("epochs", 1)), batch_size=raw.get("batchSize"),
+        ppo=None if ppo is None else Ppo(
+            clip_epsilon=ppo["clipEpsilon"], importance_cap=ppo["importanceCap"],
+            importance_cap_mode=ppo["importanceCapMode"], aggregation=ppo["aggregation"],
+            group_normalise=ppo["groupNormalise"], turn_discount=ppo["turnDiscount"],
+            entropy_coefficient=ppo["entropyCoefficient"], minibatches=int(ppo.get("minibatches", 1)),
+            max_staleness=int(ppo["maxStaleness"])),
+    )
+
+
+def _parse_sample(raw: dict) -> Sample:
+    return Sample(
+        id=raw["id"], token_ids=[int(t) for t in raw["tokenIds"]], loss_mask=[int(m) for m in raw["lossMask"]],
+        group_id=raw.get("groupId", ""), reward=raw.get("reward", 0.0),
+        behaviour_logprobs=raw.get("behaviourLogprobs"),
+        policy_versions=None if "policyVersions" not in raw else [int(v) for v in raw["policyVersions"]],
+        turn_indices=None if "turnIndices" not in raw else [int(t) for t in raw["turnIndices"]],
+    )
+
+
+def _check_sample(sample: Sample, index: int, base_version: int, ppo: Ppo | None) -> None:
+    where = f"samples[{index}] (id {sample.id})"
+    length = len(sample.token_ids)
+    arrays = {"lossMask": sample.loss_mask}
+    if ppo is not None:
+        arrays.update(behaviourLogprobs=sample.behaviour_logprobs, policyVersions=sample.policy_versions,
+                      turnIndices=sample.turn_indices)
+    for name, values in arrays.items():
+        if len(values) != length:
+            raise InvalidBatch(f"{where}: {name} has {len(values)} entries but tokenIds has {length}")
+    if sample.loss_mask[0] != 0:
+        raise InvalidBatch(f"{where}: lossMask[0] must be 0 (the first token has no logprob)")
+    if ppo is None:
+        return
+    if not math.isfinite(sample.reward):
+        raise InvalidBatch(f"{where}: reward is {sample.reward}, must be a finite number")
+    for t, (mask, logprob, version) in enumerate(zip(sample.loss_mask, sample.behaviour_logprobs, sample.policy_versions)):
+        if not math.isfinite(logprob):
+            raise InvalidBatch(f"{where}: behaviourLogprobs[{t}] is {logprob}, must be a finite number")
+        if not mask:
+            continue
+        if logprob > LOGPROB_TOLERANCE:
+            raise InvalidBatch(f"{where}: behaviourLogprobs[{t}] is {logprob}, a logprob must be <= 0")
+        if version < 0 or version > base_version:
+            raise InvalidBatch(f"{where}: policyVersions[{t}] is {version}, a trained token must come from a version in 0..{base_version} (the base version)")
+        if base_version - version > ppo.max_staleness:
+            raise InvalidBatch(f"{where}: policyVersions[{t}] is {version}, staler than maxStaleness {ppo.max_staleness} allows at base version {base_version}")
+
+
+def _check_batch(manifest: Manifest) -> None:
+    samples, ppo = manifest.samples, manifest.hyperparameters.ppo
+    duplicates = [sid for sid, n in Counter(s.id for s in samples).items() if n > 1]
+    if duplicates:
+        raise InvalidBatch(f"samples: id {duplicates[0]} appears more than once")
+    if manifest.output_version != manifest.base_version + 1:
+        raise InvalidBatch(f"outputPolicyVersion is {manifest.output_version}, must be basePolicy.version + 1 = {manifest.base_version + 1}")
+    for index, sample in enumerate(samples):
+        _check_sample(sample, index, manifest.base_version, ppo)
+    if not any(any(s.loss_mask) for s in samples):
+        raise InvalidBatch("samples: no sample has a token with lossMask 1, nothing to train on")
+    if ppo is not None and ppo.group_normalise:
+        sizes = Counter(s.group_id for s in samples)
+        small = sorted(g for g, n in sizes.items() if n < 2)
+        if small:
+            raise InvalidBatch(f"samples: group {small[0]} has {sizes[small[0]]} sample, groupNormalise needs at least 2 per group (G >= 2)")
+    if ppo is not None and len(samples) < ppo.minibatches:
+        raise InvalidBatch(f"hyperparameters.ppo.minibatches is {ppo.minibatches} but the batch has only {len(samples)} samples")
+
+
+def read_engine_state(model_dir: Path) -> dict | None:
+    path = model_dir / ENGINE_STATE
+    if not path.exists():
+        return None
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as error:
+        from .errors import CorruptCheckpoint
+        raise CorruptCheckpoint(f"{path}: unreadable engine state ({error})") from error
+
+
+def check_directories(manifest: Manifest) -> None:
+    """The base dir holds the announced version; the output dir holds no trained version."""
+    base = manifest.base_dir
+    if not (base / "config.json").is_file() or not (base / "model.safetensors").is_file():
+        raise InvalidBatch(f"basePolicy.modelDir {base}: unknown policy version {manifest.base_version}, no config.json + model.safetensors there")
+    state = read_engine_state(base)
+    held = 0 if state is None else state.get("policyVersion")
+    if held != manifest.base_version:
+        raise InvalidBatch(f"basePolicy.modelDir {base} holds policy version {held}, manifest says {manifest.base_version}")
+    out = manifest.output_dir
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        trained = read_engine_state(out) if out.is_dir() else None
+        what = f"trained version {trained.get('policyVersion')} (run {trained.get('runId')}, step {trained.get('step')})" if trained else "files"
+        raise OutputExists(f"outputDir {out} already holds {what}; refusing to overwrite")
+
+
+def parse_manifest(document: dict, relative_to: Path = Path(".")) -> Manifest:
+    """Validate a manifest document (schema + invariants) and return it typed. Raises InvalidBatch."""
+    problems = validate(load_schema(), load_schema(), document)
+    if problems:
+        raise InvalidBatch("invalid manifest: " + "; ".join(problems[:10]))
+    manifest = Manifest(
+        kind=document["kind"], run_id=document["runId"], step=int(document["step"]),
+        base_version=int(document["basePolicy"]["version"]),
+        base_dir=(relative_to / document["basePolicy"]["modelDir"]).resolve(),
+        output_dir=(relative_to / document["outputDir"]).resolve(),
+        output_version=int(document["outputPolicyVersion"]),
+        hyperparameters=_parse_hyperparameters(document["hyperparameters"]),
+        samples=[_parse_sample(s) for s in document["samples"]],
+    )
+    _check_batch(manifest)
+    return manifest
+
+
+def load_manifest(path: str | Path) -> Manifest:
+    """Read, validate and check a manifest file and its directories. Raises an EngineError subclass."""
+    path = Path(path)
+    try:
+        document = json.loads(path.read_text())
+    except (OSError, ValueError) as error:
+        raise InvalidBatch(f"manifest {path}: cannot read JSON ({error})") from error
+    if not isinstance(document, dict):
+        raise InvalidBatch(f"manifest {path}: must be a JSON object")
+    manifest = parse_manifest(document, path.parent)
+    check_directories(manifest)
+    return manifest
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--manifest", required=True)
+    args = parser.parse_args()
+    try:
+        m = load_manifest(args.manifest)
+        print(json.dumps({"event": "valid", "kind": m.kind, "samples": len(m.samples), "baseVersion": m.base_version}))
+    except EngineError as error:
+        print(json.dumps(error.to_json()))
+        raise SystemExit(2)

@@ -1,0 +1,148 @@
+/**
+ * Benchmarks of the trajectory loop itself (DESIGN §5 contracts):
+ *  - overhead: a 200-turn trajectory with an instant scripted policy and tools, through Temporal,
+ *    against a plain in-process loop doing the same work (same activity code, same blob I/O).
+ *  - concurrency: N trajectories in flight on one agent worker process; its peak RSS.
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { createTurnGenerator, createTurnToolActivities } from '../../activities/agent/agent-turn.activities.js';
+import { createFinishActivities } from '../../activities/agent/finish.activities.js';
+import { createScriptedPolicy } from '../../activities/agent/scripted-policy.js';
+import { createScriptedTools } from '../../activities/agent/scripted-tools.js';
+import { createInProcessAgent } from '../../workers/in-process-agent.js';
+import type { Config } from '../config.js';
+import { createS3BlobStore } from '../blob/blob-store.s3.js';
+import { createPool } from '../postgres/database.js';
+import { createPgTrajectoryStore } from '../postgres/trajectory-store.pg.js';
+import { connectClient } from '../temporal/connection.js';
+import { repoRoot } from '../paths.js';
+import { taskQueueName } from '../../workflows/contracts/queues.js';
+import { trajectoryWorkflowType } from '../../workflows/contracts/trajectory.contract.js';
+import type { GenerateTurnInput } from '../../workflows/contracts/agent-turn.contract.js';
+
+const percentile = (values: number[], p: number) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
+};
+const round = (value: number, digits = 2) => Number(value.toFixed(digits));
+
+export interface OverheadResult {
+  turns: number;
+  per_turn_overhead_ms_p50: number;
+  baseline_per_turn_ms_p50: number;
+  temporal_per_turn_ms_p50: number;
+  temporal_per_turn_ms_p95: number;
+  ratio_p50: number;
+  history_bytes: number;
+  history_events: number;
+}
+
+export async function runOverheadBenchmark(config: Config, turns: number, log: (line: string) => void): Promise<OverheadResult> {
+  const blobs = createS3BlobStore(config);
+  const pool = createPool(config.postgres.url, 4);
+  const prefix = `bench-overhead-${randomUUID().slice(0, 8)}-`;
+  const question = `script:{"turns":${turns},"answer":"done"}`;
+  const policy = createScriptedPolicy();
+  const tools = createScriptedTools();
+  try {
+    // Baseline: the same activity code in a plain loop, no Temporal.
+    log(`baseline: ${turns} turns in a plain loop…`);
+    const generate = createTurnGenerator({ blobs, backend: policy });
+    const { runTurnTools } = createTurnToolActivities({ blobs, tools });
+    const { finishTrajectory } = createFinishActivities({ blobs, trajectories: createPgTrajectoryStore(pool) });
+    const baselineId = `${prefix}baseline`;
+    const baseline: number[] = [];
+    const prompt: GenerateTurnInput['prompt'] = { protocol: 'tags', contextMode: 'full', recentChars: 25_000, tools: ['search', 'access', 'answer'], template: 'chatml' };
+    for (let turn = 0; turn < turns; turn += 1) {
+      const startedAt = performance.now();
+      const result = await generate({ trajectoryId: baselineId, turn, question, prompt, maxNewTokens: 512, maxCallsPerTurn: 1, temperature: 0, seed: 0, policyVersion: 0 }, { heartbeat: () => undefined });
+      if (result.action.kind === 'tools') await runTurnTools({ trajectoryId: baselineId, turn, maxObservationChars: 5000 });
+      baseline.push(performance.now() - startedAt);
+    }
+    await finishTrajectory({ trajectoryId: baselineId, question, answers: ['done'], questionId: '', dataset: 'bench', runId: '', turns, stopReason: 'answered', answer: 'done', invalidSteps: 0, generatedTokens: 0, versionsUsed: [0], rewardMetric: 'f1' });
+
+    log(`temporal: ${turns} turns through the trajectory workflow…`);
+    const client = await connectClient(config, blobs);
+    const agent = await createInProcessAgent({ config, blobs, pool, backend: policy, tools, prefix });
+    const workflowId = `${prefix}temporal`;
+    await agent.run(() => client.workflow.execute(trajectoryWorkflowType, {
+      taskQueue: taskQueueName('agent', prefix), workflowId, args: [{ question, answers: ['done'], dataset: 'bench', limits: { maxTurns: turns } }],
+    }));
+    const history = await client.workflow.getHandle(workflowId).fetchHistory();
+    const described = await client.workflow.getHandle(workflowId).describe();
+    const scheduled = (history.events ?? [])
+      .filter((event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'generateTurn')
+      .map((event) => Number(event.eventTime?.seconds ?? 0) * 1000 + (event.eventTime?.nanos ?? 0) / 1e6);
+    const temporal = scheduled.slice(1).map((time, index) => time - scheduled[index]!);
+    await client.connection.close();
+    const baselineP50 = percentile(baseline, 50);
+    const temporalP50 = percentile(temporal, 50);
+    return {
+      turns, baseline_per_turn_ms_p50: round(baselineP50), temporal_per_turn_ms_p50: round(temporalP50), temporal_per_turn_ms_p95: round(percentile(temporal, 95)),
+      per_turn_overhead_ms_p50: round(temporalP50 - baselineP50), ratio_p50: round(temporalP50 / baselineP50), history_bytes: described.historySize ?? 0, history_events: described.historyLength,
+    };
+  } finally {
+    await pool.end();
+  }
+}
+
+export interface ConcurrencyResult {
+  inflight: number;
+  completed: number;
+  failed: number;
+  rss_mb_max: number;
+  seconds: number;
+}
+
+function peakRssMb(pid: number): number {
+  try {
+    const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+    return Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
+  } catch {
+    return 0;
+  }
+}
+
+/** N trajectories at once; the agent worker runs as its own process so its memory is measured alone. */
+export async function runConcurrencyBenchmark(config: Config, inflight: number, turns: number, log: (line: string) => void): Promise<ConcurrencyResult> {
+  const blobs = createS3BlobStore(config);
+  const pool = createPool(config.postgres.url, 8);
+  const prefix = `bench-concurrency-${randomUUID().slice(0, 8)}-`;
+  const worker = spawn(process.execPath, [path.join(repoRoot, 'dist', 'workers', 'agent.worker.js')], {
+    env: { ...process.env, LONGHAUL_TASK_QUEUE_PREFIX: prefix }, stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  await new Promise<void>((resolve, reject) => {
+    worker.stdout!.on('data', (chunk: Buffer) => { if (chunk.toString().includes('polling')) resolve(); });
+    worker.once('exit', (code) => reject(new Error(`agent worker exited with ${code}`)));
+  });
+  let rssMax = 0;
+  const sampler = setInterval(() => { rssMax = Math.max(rssMax, peakRssMb(worker.pid!)); }, 500);
+  const client = await connectClient(config, blobs);
+  const helpers = await createInProcessAgent({
+    config, blobs, pool, prefix, roles: ['gpu-infer', 'tools'], backend: createScriptedPolicy(), tools: createScriptedTools(), maxConcurrentActivities: inflight * 2,
+  });
+  const startedAt = Date.now();
+  try {
+    const outcomes = await helpers.run(async () => {
+      log(`starting ${inflight} trajectories of ${turns} turns…`);
+      const handles = await Promise.all(Array.from({ length: inflight }, (_, index) => client.workflow.start(trajectoryWorkflowType, {
+        taskQueue: taskQueueName('agent', prefix), workflowId: `${prefix}${index}`,
+        args: [{ question: `script:{"turns":${turns},"answer":"done","delayMs":200}`, answers: ['done'], dataset: 'bench' }],
+      })));
+      return Promise.allSettled(handles.map((handle) => handle.result()));
+    });
+    rssMax = Math.max(rssMax, peakRssMb(worker.pid!));
+    return {
+      inflight, completed: outcomes.filter((outcome) => outcome.status === 'fulfilled').length, failed: outcomes.filter((outcome) => outcome.status === 'rejected').length,
+      rss_mb_max: round(rssMax, 1), seconds: round((Date.now() - startedAt) / 1000, 1),
+    };
+  } finally {
+    clearInterval(sampler);
+    worker.kill('SIGTERM');
+    await client.connection.close();
+    await pool.end();
+  }
+}

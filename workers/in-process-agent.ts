@@ -1,0 +1,60 @@
+/**
+ * The agent, gpu-infer and tools workers in one process, over any policy backend and tool runner.
+ * Used by tests and benchmarks (scripted policy and tools); production runs one process per queue.
+ */
+import { Worker } from '@temporalio/worker';
+import type pg from 'pg';
+import { createGenerateTurnActivities, createTurnToolActivities } from '../activities/agent/agent-turn.activities.js';
+import { createFinishActivities } from '../activities/agent/finish.activities.js';
+import type { BlobStore } from '../activities/ports/blob-store.port.js';
+import type { PolicyBackend } from '../activities/ports/policy.port.js';
+import type { Config } from '../infra/config.js';
+import { createPgTrajectoryStore } from '../infra/postgres/trajectory-store.pg.js';
+import { connectWorker, dataConverter } from '../infra/temporal/connection.js';
+import { taskQueueName, type QueueRole } from '../workflows/contracts/queues.js';
+import type { ToolActivities } from '../workflows/contracts/tools.contract.js';
+import { workflowBundlePath } from './run-worker.js';
+
+export interface InProcessAgentOptions {
+  readonly config: Config;
+  readonly blobs: BlobStore;
+  readonly pool: pg.Pool;
+  readonly backend: PolicyBackend;
+  readonly tools: Pick<ToolActivities, 'runTools'>;
+  /** Queue prefix; the workflows' sibling queues share it. */
+  readonly prefix: string;
+  /** Which roles to run here (default all three). */
+  readonly roles?: readonly QueueRole[];
+  readonly maxConcurrentActivities?: number;
+}
+
+export interface InProcessAgent {
+  run<T>(body: () => Promise<T>): Promise<T>;
+}
+
+export async function createInProcessAgent(options: InProcessAgentOptions): Promise<InProcessAgent> {
+  const { config, blobs, pool, backend, tools, prefix } = options;
+  const roles = options.roles ?? ['agent', 'gpu-infer', 'tools'];
+  const connection = await connectWorker(config);
+  const activitiesOf: Partial<Record<QueueRole, object>> = {
+    agent: createFinishActivities({ blobs, trajectories: createPgTrajectoryStore(pool) }),
+    'gpu-infer': createGenerateTurnActivities({ blobs, backend }),
+    tools: createTurnToolActivities({ blobs, tools }),
+  };
+  const workers = await Promise.all(roles.map((role) => Worker.create({
+    connection, namespace: config.temporal.namespace, taskQueue: taskQueueName(role, prefix), activities: activitiesOf[role] ?? {},
+    dataConverter: dataConverter(config, blobs), maxConcurrentActivityTaskExecutions: options.maxConcurrentActivities ?? 100,
+    ...(role === 'agent' ? { workflowBundle: { codePath: workflowBundlePath } } : {}),
+  })));
+  return {
+    async run(body) {
+      const running = workers.map((worker) => worker.run());
+      try {
+        return await body();
+      } finally {
+        for (const worker of workers) worker.shutdown();
+        await Promise.allSettled(running);
+      }
+    },
+  };
+}
