@@ -1,0 +1,147 @@
+/**
+ * The learner workflow (`longhaul train`): keeps a bounded window of trajectory children in
+ * flight, admits new rollouts by AReaL's staleness rule, trains on batches from the Postgres
+ * buffer, publishes versions, and continues-as-new as it grows. Children report by signal, so
+ * nothing is lost across continue-as-new.
+ */
+import { defineQuery, defineUpdate } from '@temporalio/workflow';
+import type { TrajectoryLimits, TrajectoryOptions } from './trajectory.contract.js';
+
+export const learnerWorkflowType = 'learner';
+
+export type LearnerMode = 'async' | 'sync';
+
+export interface LearnerSettings {
+  /** Samples per question (GRPO group). @default 4 */
+  readonly groupSize: number;
+  /** Trajectories per training step. @default 16 */
+  readonly batchSize: number;
+  /** Training steps to run. @default 10 */
+  readonly maxSteps: number;
+  /** Maximum staleness η in policy versions. @default 4 */
+  readonly eta: number;
+  /** Trajectories in flight at most. @default 2 × batchSize */
+  readonly maxInflight: number;
+  readonly mode: LearnerMode;
+  /** Drop groups whose rewards are all equal (no learning signal). @default true */
+  readonly dropEqualRewardGroups: boolean;
+  readonly selection: 'freshest' | 'priority';
+  /** Interrupt in-flight generations when a new version is published (AReaL). @default true */
+  readonly interruptOnPublish: boolean;
+}
+
+export interface LearnerInput {
+  readonly runId: string;
+  /** Blob key of the training questions, JSONL of {"id","question","answers"}. */
+  readonly datasetKey: string;
+  readonly settings?: Partial<LearnerSettings>;
+  readonly trajectory?: { readonly limits?: Partial<TrajectoryLimits>; readonly options?: Partial<TrajectoryOptions>; readonly rewardMetric?: 'em' | 'f1' | 'cover_em' | 'judge' };
+  /** Passed through to trainStep (the engine validates it). */
+  readonly hyperparameters?: Record<string, unknown>;
+  /** Policy version to start from. @default 0 */
+  readonly startVersion?: number;
+  /** Internal: carried across continue-as-new. */
+  readonly carried?: LearnerCarried;
+}
+
+export interface GroupState {
+  readonly groupId: string;
+  readonly questionIndex: number;
+  readonly children: readonly string[];
+  readonly rewards: readonly (number | null)[];
+}
+
+export interface StepStats {
+  readonly step: number;
+  readonly version: number;
+  readonly meanReward: number;
+  readonly maxStaleness: number;
+  readonly trainSeconds: number;
+  readonly finishedAtMs: number;
+}
+
+export interface LearnerCarried {
+  readonly version: number;
+  readonly step: number;
+  readonly started: number;
+  readonly nextQuestion: number;
+  readonly finished: number;
+  readonly dropped: number;
+  readonly consumed: number;
+  readonly groups: readonly GroupState[];
+  readonly busyMs: number;
+  readonly startedAtMs: number;
+  readonly history: readonly StepStats[];
+  readonly paused: boolean;
+  readonly settings: LearnerSettings;
+  /** Oldest policy version in each finished, not yet consumed trajectory (for staleness). */
+  readonly oldestVersions: Readonly<Record<string, number>>;
+}
+
+export interface LearnerState {
+  readonly runId: string;
+  readonly mode: LearnerMode;
+  readonly version: number;
+  readonly step: number;
+  readonly inflight: number;
+  readonly finished: number;
+  readonly ready: number;
+  readonly dropped: number;
+  readonly consumed: number;
+  readonly paused: boolean;
+  readonly training: boolean;
+  readonly trainerBusy: number;
+  readonly history: readonly StepStats[];
+}
+
+export interface LearnerResult {
+  readonly runId: string;
+  readonly mode: LearnerMode;
+  readonly steps: number;
+  readonly finalVersion: number;
+  readonly consumed: number;
+  readonly dropped: number;
+  readonly samplesPerHour: number;
+  readonly trainerBusy: number;
+  readonly maxStaleness: number;
+  readonly wallSeconds: number;
+  readonly history: readonly StepStats[];
+}
+
+export interface QuestionRow {
+  readonly id: string;
+  readonly question: string;
+  readonly answers: readonly string[];
+}
+
+/** Activities the learner calls (agent queue unless noted). */
+export interface LearnerActivities {
+  loadQuestion(input: { datasetKey: string; index: number }): Promise<QuestionRow | null>;
+  claimBatch(input: { runId: string; step: number; batchSize: number; currentVersion: number; eta: number; selection: 'freshest' | 'priority' }): Promise<{ trajectoryIds: string[] }>;
+  dropTrajectories(input: { runId: string; trajectoryIds: readonly string[]; reason: string }): Promise<void>;
+}
+
+export interface TrainStepInput {
+  readonly runId: string;
+  readonly step: number;
+  readonly trajectoryIds: readonly string[];
+  readonly baseVersion: number;
+  readonly outputVersion: number;
+  readonly groupSize: number;
+  readonly hyperparameters: Record<string, unknown>;
+}
+
+export interface TrainStepResult {
+  readonly version: number;
+  readonly metrics: Record<string, unknown>;
+}
+
+/** On the gpu-train queue. */
+export interface TrainActivities {
+  trainStep(input: TrainStepInput): Promise<TrainStepResult>;
+}
+
+export const learnerStateQuery = defineQuery<LearnerState>('state');
+export const pauseUpdate = defineUpdate<LearnerState, []>('pause');
+export const resumeUpdate = defineUpdate<LearnerState, []>('resume');
+export const setConfigUpdate = defineUpdate<LearnerState, [Partial<Pick<LearnerSettings, 'eta' | 'maxInflight' | 'maxSteps' | 'dropEqualRewardGroups' | 'interruptOnPublish'>>]>('setConfig');

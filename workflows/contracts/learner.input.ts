@@ -1,0 +1,51 @@
+/** Validation and defaults of learner input (pure: runs inside the workflow). */
+import type { LearnerSettings } from './learner.contract.js';
+import { InputError, enumField, integerField, nestedField, objectInput, rejectUnknown, stringField, type Fields } from './validate.js';
+
+export interface NormalizedLearnerInput {
+  readonly runId: string;
+  readonly datasetKey: string;
+  readonly settings: LearnerSettings;
+  readonly startVersion: number;
+}
+
+function booleanField(input: Fields, field: string, fallback: boolean): boolean {
+  const value = input[field];
+  if (value === undefined) return fallback;
+  if (typeof value !== 'boolean') throw new InputError(field, `expected true or false, got ${JSON.stringify(value)}`);
+  return value;
+}
+
+export function parseLearnerSettings(value: Fields): LearnerSettings {
+  rejectUnknown(value, ['groupSize', 'batchSize', 'maxSteps', 'eta', 'maxInflight', 'mode', 'dropEqualRewardGroups', 'selection', 'interruptOnPublish']);
+  const groupSize = integerField(value, 'groupSize', { min: 1, max: 256, default: 4 });
+  const batchSize = integerField(value, 'batchSize', { min: 1, max: 100_000, default: 16 });
+  if (batchSize % groupSize !== 0) throw new InputError('batchSize', `must be a multiple of groupSize (${groupSize}), got ${batchSize}`);
+  const settings: LearnerSettings = {
+    groupSize,
+    batchSize,
+    maxSteps: integerField(value, 'maxSteps', { min: 1, max: 1_000_000, default: 10 }),
+    eta: integerField(value, 'eta', { min: 0, max: 1000, default: 4 }),
+    maxInflight: integerField(value, 'maxInflight', { min: groupSize, max: 100_000, default: 2 * batchSize }),
+    mode: enumField(value, 'mode', ['async', 'sync'] as const, 'async'),
+    dropEqualRewardGroups: booleanField(value, 'dropEqualRewardGroups', true),
+    selection: enumField(value, 'selection', ['freshest', 'priority'] as const, 'freshest'),
+    interruptOnPublish: booleanField(value, 'interruptOnPublish', true),
+  };
+  if (settings.dropEqualRewardGroups && groupSize < 2) throw new InputError('groupSize', 'must be at least 2 when dropEqualRewardGroups is on (a group of one always has equal rewards)');
+  return settings;
+}
+
+export function parseLearnerInput(raw: unknown): NormalizedLearnerInput {
+  const input = objectInput(raw, 'learner');
+  rejectUnknown(input, ['runId', 'datasetKey', 'settings', 'trajectory', 'hyperparameters', 'startVersion', 'carried']);
+  if (input.eta !== undefined) throw new InputError('eta', 'belongs under settings');
+  if (input.trajectory !== undefined) objectInput(input.trajectory, 'trajectory');
+  if (input.hyperparameters !== undefined) objectInput(input.hyperparameters, 'hyperparameters');
+  return {
+    runId: stringField(input, 'runId', { maxLength: 120 }),
+    datasetKey: stringField(input, 'datasetKey', { maxLength: 1000 }),
+    settings: nestedField(input, 'settings', parseLearnerSettings),
+    startVersion: integerField(input, 'startVersion', { min: 0, max: 1_000_000_000, default: 0 }),
+  };
+}
