@@ -3,13 +3,22 @@ import { ConfigError } from '../infra/config.js';
 import { ServiceError } from '../infra/services/processes.js';
 import { UsageError, type Command } from './command.js';
 import { configCommand } from './commands/config.command.js';
+import { benchCommand } from './commands/bench.command.js';
+import { corpusCommand } from './commands/corpus.command.js';
 import { demoCommand } from './commands/demo.command.js';
 import { downCommand } from './commands/down.command.js';
+import { ingestCommand } from './commands/ingest.command.js';
+import { searchCommand } from './commands/search.command.js';
+import { runCommand } from './commands/run.command.js';
+import { trainCommand } from './commands/train.command.js';
 import { statusCommand } from './commands/status.command.js';
+import { toolsCommand } from './commands/tools.command.js';
 import { temporalCommand } from './commands/temporal.command.js';
 import { upCommand } from './commands/up.command.js';
+import { modelCommand } from './commands/model.command.js';
+import { serveCommand } from './commands/serve.command.js';
 
-const commands: readonly Command[] = [demoCommand, upCommand, downCommand, statusCommand, temporalCommand, configCommand];
+const commands: readonly Command[] = [demoCommand, upCommand, downCommand, statusCommand, runCommand, trainCommand, temporalCommand, configCommand, ingestCommand, searchCommand, toolsCommand, corpusCommand, benchCommand, modelCommand, serveCommand];
 
 function help(): string {
   const width = Math.max(...commands.map((command) => command.name.length));

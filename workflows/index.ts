@@ -1,3 +1,4 @@
 // Every workflow the agent worker registers. The bundle is built from this file.
 export { skeletonTrajectory, payloadRoundTrip } from './skeleton.workflow.js';
 export { trajectory } from './trajectory.workflow.js';
+export { learner } from './learner.workflow.js';

@@ -40,7 +40,7 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
   const train = proxyActivities<TrainActivities>({ taskQueue: taskQueueName('gpu-train', prefix), startToCloseTimeout: '6 hours', heartbeatTimeout: '2 minutes', retry });
   let s: LearnerCarried = raw.carried ?? {
     version: input.startVersion, step: 0, started: 0, nextQuestion: 0, finished: 0, dropped: 0, consumed: 0, groups: [], busyMs: 0,
-    startedAtMs: Date.now(), history: [], paused: false, settings: input.settings, oldestVersions: {},
+    startedAtMs: Date.now(), history: [], paused: false, settings: input.settings, oldestVersions: {}, ready: 0,
   };
   let training = false;
   let changed = false;
@@ -48,7 +48,8 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
   const wake = () => { changed = true; };
 
   const inflight = () => s.groups.reduce((count, group) => count + group.rewards.filter((reward) => reward === null).length, 0);
-  const ready = () => s.finished - s.consumed - s.dropped;
+  /** Trajectories of settled (complete, kept) groups not yet trained on: what claimBatch can return. */
+  const ready = () => s.ready;
   const state = (): LearnerState => ({
     runId: input.runId, mode: s.settings.mode, version: s.version, step: s.step, inflight: inflight(), finished: s.finished, ready: ready(),
     dropped: s.dropped, consumed: s.consumed, paused: s.paused, training, trainerBusy: busyFraction(), history: s.history,
@@ -109,21 +110,28 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
     const uselessIds = new Set(useless.flatMap((group) => group.children));
     if (useless.length > 0) await act.dropTrajectories({ runId: input.runId, trajectoryIds: useless.flatMap((group) => group.children), reason: 'equal rewards in group' });
     const oldestVersions = Object.fromEntries(Object.entries(s.oldestVersions).filter(([id]) => !uselessIds.has(id)));
-    s = { ...s, oldestVersions, groups: s.groups.filter((group) => !done.includes(group)), dropped: s.dropped + useless.reduce((count, group) => count + group.children.length, 0) };
+    const kept = done.filter((group) => !useless.includes(group)).reduce((count, group) => count + group.children.length, 0);
+    s = { ...s, oldestVersions, groups: s.groups.filter((group) => !done.includes(group)), ready: s.ready + kept, dropped: s.dropped + useless.reduce((count, group) => count + group.children.length, 0) };
     meanRewards.push(...done.filter((group) => !useless.includes(group)).flatMap((group) => group.rewards as number[]));
   }
   const meanRewards: number[] = [];
 
   function admissible(): boolean {
     const { groupSize, batchSize, eta, maxInflight } = s.settings;
-    return !s.paused && questionsLeft && inflight() + groupSize <= maxInflight && s.started + groupSize <= (s.version - input.startVersion + eta + 1) * batchSize;
+    // AReaL's rule: a rollout may start only if it can be consumed while still within η versions.
+    // Dropped trajectories never will be consumed, so they do not count against it.
+    return !s.paused && questionsLeft && inflight() + groupSize <= maxInflight && s.started - s.dropped + groupSize <= (s.version - input.startVersion + eta + 1) * batchSize;
   }
 
   async function trainOnce(): Promise<void> {
     training = true;
     try {
-      const claim = await act.claimBatch({ runId: input.runId, step: s.step, batchSize: s.settings.batchSize, currentVersion: s.version, eta: s.settings.eta, selection: s.settings.selection });
-      if (claim.trajectoryIds.length < s.settings.batchSize) return;
+      const claim = await act.claimBatch({ runId: input.runId, step: s.step, batchSize: s.settings.batchSize, currentVersion: s.version, eta: s.settings.eta, selection: s.settings.selection, minGroupSize: s.settings.groupSize });
+      if (claim.trajectoryIds.length === 0) {
+        s = { ...s, ready: 0 }; // none eligible (too stale): wait for groups to settle
+        return;
+      }
+      // A short claim (some went stale) is trained on as it is: claimed trajectories are never given back.
       const startedAt = Date.now();
       const result = await train.trainStep({
         runId: input.runId, step: s.step, trajectoryIds: claim.trajectoryIds, baseVersion: s.version, outputVersion: s.version + 1,
@@ -138,8 +146,10 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
         step: s.step, version: result.version, trainSeconds: trainMs / 1000, finishedAtMs: Date.now(), maxStaleness: staleness,
         meanReward: batchRewards.length ? batchRewards.reduce((a, b) => a + b, 0) / batchRewards.length : 0,
       };
-      s = { ...s, oldestVersions, version: result.version, step: s.step + 1, consumed: s.consumed + claim.trajectoryIds.length, busyMs: s.busyMs + trainMs, history: [...s.history, stats] };
+      s = { ...s, oldestVersions, version: result.version, step: s.step + 1, consumed: s.consumed + claim.trajectoryIds.length, ready: Math.max(0, s.ready - claim.trajectoryIds.length), busyMs: s.busyMs + trainMs, history: [...s.history, stats] };
       upsertSearchAttributes([{ key: searchAttributes.policyVersion, value: s.version }, { key: searchAttributes.meanReward, value: stats.meanReward }]);
+      const released = await act.releaseStaleTrajectories({ runId: input.runId, currentVersion: s.version, eta: s.settings.eta });
+      if (released.dropped > 0) s = { ...s, dropped: s.dropped + released.dropped, ready: Math.max(0, s.ready - released.dropped) };
       await publish();
     } finally {
       training = false;

@@ -1,5 +1,6 @@
 import { config } from '../../infra/config.js';
 import { runConcurrencyBenchmark, runOverheadBenchmark } from '../../infra/bench/agent-benchmarks.js';
+import { runAsyncBenchmark } from '../../infra/bench/async-benchmark.js';
 import { stackUp } from '../../infra/services/stack.js';
 import { integerFlag, parseFlags } from '../arguments.js';
 
@@ -39,5 +40,39 @@ RSS of the agent worker process that runs all of their workflows.
     if (!values.json) console.log(`${result.completed}/${result.inflight} completed, ${result.failed} failed in ${result.seconds} s; agent worker peak RSS ${result.rss_mb_max} MB`);
     console.log(JSON.stringify(result));
     return result.failed === 0 ? 0 : 1;
+  },
+};
+
+export const asyncBenchmark = {
+  summary: 'sync vs async learner on identical workloads (latency-model policy and trainer)',
+  usage: `longhaul bench async [--steps N] [--batch N] [--group N] [--eta N] [--max-turns N] [--turn-delay-ms MS] [--step-seconds S] [--json]
+
+The real learner workflow, workers and Temporal; the policy is a latency model (long-tail turn
+counts up to --max-turns, --turn-delay-ms per generation) and trainStep sleeps --step-seconds.
+Runs sync, then async, on the same questions.
+  --json   last line: {"sync":{"samples_per_hour","trainer_busy",…},"async":{…,"max_staleness"},"speedup","eta"}`,
+  async run(args: string[]): Promise<number> {
+    const { values } = parseFlags(args, {
+      steps: { type: 'string' }, batch: { type: 'string' }, group: { type: 'string' }, eta: { type: 'string' }, 'max-turns': { type: 'string' },
+      'turn-delay-ms': { type: 'string' }, 'step-seconds': { type: 'string' }, json: { type: 'boolean' },
+    });
+    const settings = config();
+    await stackUp(settings, { workers: false });
+    const steps = integerFlag(values.steps, 'steps', 6, 1, 10_000);
+    const batchSize = integerFlag(values.batch, 'batch', 16, 1, 10_000);
+    const groupSize = integerFlag(values.group, 'group', 4, 1, 256);
+    const options = {
+      steps, batchSize, groupSize, questions: Math.ceil(((steps + 8) * batchSize) / groupSize), eta: integerFlag(values.eta, 'eta', 4, 0, 1000),
+      maxTurns: integerFlag(values['max-turns'], 'max-turns', 200, 1, 10_000), turnDelayMs: integerFlag(values['turn-delay-ms'], 'turn-delay-ms', 50, 0, 60_000),
+      stepSeconds: integerFlag(values['step-seconds'], 'step-seconds', 20, 0, 3600),
+    };
+    const result = await runAsyncBenchmark(settings, options, (line) => console.error(line));
+    if (!values.json) {
+      console.log(`sync:  ${result.sync.samples_per_hour} samples/h, trainer busy ${(result.sync.trainer_busy * 100).toFixed(0)} %`);
+      console.log(`async: ${result.async.samples_per_hour} samples/h, trainer busy ${(result.async.trainer_busy * 100).toFixed(0)} %, max staleness ${result.async.max_staleness} (η=${result.eta})`);
+      console.log(`speed-up ×${result.speedup}`);
+    }
+    console.log(JSON.stringify(result));
+    return 0;
   },
 };

@@ -27,7 +27,10 @@ Prints the configuration read from the environment as JSON, secrets masked.
       return 0;
     }
     const settings = config();
-    console.log(JSON.stringify({ ...settings, s3: { ...settings.s3, secretKey: '***' } }, null, 2));
+    console.log(JSON.stringify({
+      ...settings, s3: { ...settings.s3, secretKey: '***' },
+      policy: { ...settings.policy, openai: { ...settings.policy.openai, apiKey: settings.policy.openai.apiKey === null ? null : '***' } },
+    }, null, 2));
     return 0;
   },
 };

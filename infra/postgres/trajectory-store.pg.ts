@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { z } from 'zod';
-import type { TrajectoryRow, TrajectoryStore } from '../../activities/ports/trajectory-store.port.js';
+import type { TrajectoryStore } from '../../activities/ports/trajectory-store.port.js';
 
 const rowSchema = z.object({
   trajectory_id: z.string(), run_id: z.string(), dataset: z.string(), question_id: z.string(), question: z.string(),

@@ -76,6 +76,8 @@ export interface LearnerCarried {
   readonly settings: LearnerSettings;
   /** Oldest policy version in each finished, not yet consumed trajectory (for staleness). */
   readonly oldestVersions: Readonly<Record<string, number>>;
+  /** Trajectories of settled groups, kept and not yet consumed. */
+  readonly ready: number;
 }
 
 export interface LearnerState {
@@ -117,8 +119,9 @@ export interface QuestionRow {
 /** Activities the learner calls (agent queue unless noted). */
 export interface LearnerActivities {
   loadQuestion(input: { datasetKey: string; index: number }): Promise<QuestionRow | null>;
-  claimBatch(input: { runId: string; step: number; batchSize: number; currentVersion: number; eta: number; selection: 'freshest' | 'priority' }): Promise<{ trajectoryIds: string[] }>;
-  dropTrajectories(input: { runId: string; trajectoryIds: readonly string[]; reason: string }): Promise<void>;
+  claimBatch(input: { runId: string; step: number; batchSize: number; currentVersion: number; eta: number; selection: 'freshest' | 'priority'; minGroupSize: number }): Promise<{ trajectoryIds: string[] }>;
+  dropTrajectories(input: { runId: string; trajectoryIds: readonly string[]; reason: string }): Promise<{ dropped: number }>;
+  releaseStaleTrajectories(input: { runId: string; currentVersion: number; eta: number }): Promise<{ dropped: number }>;
 }
 
 export interface TrainStepInput {

@@ -1,0 +1,61 @@
+import { once } from 'node:events';
+import { config } from '../../infra/config.js';
+import { createS3BlobStore } from '../../infra/blob/blob-store.s3.js';
+import { createPool } from '../../infra/postgres/database.js';
+import { createPgPolicyVersionStore } from '../../infra/postgres/policy-version-store.pg.js';
+import { createOnnxBackend } from '../../gpu/infer/onnx.backend.js';
+import { createOpenAIServer } from '../../gpu/infer/openai-server.js';
+import { openLocalPolicy } from '../../gpu/infer/policy-backend.js';
+import { integerFlag, parseFlags } from '../arguments.js';
+import type { Command } from '../command.js';
+
+export const serveCommand: Command = {
+  name: 'serve',
+  summary: 'serve the local policy as an OpenAI-compatible endpoint (/v1/completions, /v1/chat/completions)',
+  usage: `longhaul serve [--port N] [--host H] [--model-dir DIR] [--version N] [--name NAME]
+
+  Serves the local ONNX policy: by default the latest registered policy version (LONGHAUL_POLICY_VERSION
+  picks one), or a prepared folder with --model-dir / LONGHAUL_MODEL_DIR (no stack needed then).
+  Prints "listening on http://H:N/v1" when ready; responses carry x-longhaul-policy-version.
+
+  --port N      default 8000 (0: any free port)
+  --host H      default 127.0.0.1
+  --version N   the policy version --model-dir holds (default 0)
+  --name NAME   model name reported to clients (default: the model's name)`,
+  async run(args) {
+    const { values } = parseFlags(args, {
+      port: { type: 'string' }, host: { type: 'string' }, 'model-dir': { type: 'string' }, version: { type: 'string' }, name: { type: 'string' },
+    });
+    const port = integerFlag(values.port, 'port', 8000, 0, 65535);
+    const settings = config();
+    const threads = settings.policy.threads;
+    const executionProviders = settings.policy.executionProvider === 'cuda' ? ['cuda', 'cpu'] as const : ['cpu'] as const;
+    const modelDir = values['model-dir'] ?? settings.policy.modelDir;
+    let backend;
+    if (modelDir) {
+      backend = await createOnnxBackend({ modelDir, version: integerFlag(values.version, 'version', settings.policy.version ?? 0, 0), threads, executionProviders });
+    } else {
+      const pool = createPool(settings.postgres.url, 1);
+      try {
+        ({ backend } = await openLocalPolicy(settings, { blobs: createS3BlobStore(settings), versions: createPgPolicyVersionStore(pool) }));
+      } finally {
+        await pool.end();
+      }
+    }
+    const server = createOpenAIServer({ backend, modelName: values.name ?? backend.model.manifest.name });
+    server.listen(port, values.host ?? '127.0.0.1');
+    await once(server, 'listening');
+    const address = server.address();
+    const bound = typeof address === 'object' && address ? address.port : port;
+    console.log(`longhaul serve: ${backend.model.manifest.name} policy version ${await backend.currentVersion()} (${backend.model.executionProvider}) listening on http://${values.host ?? '127.0.0.1'}:${bound}/v1`);
+    const stop = async () => {
+      server.close();
+      await backend.close();
+      process.exit(0);
+    };
+    process.once('SIGINT', () => void stop());
+    process.once('SIGTERM', () => void stop());
+    await new Promise(() => undefined);
+    return 0;
+  },
+};

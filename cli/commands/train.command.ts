@@ -1,0 +1,88 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { config } from '../../infra/config.js';
+import { createS3BlobStore } from '../../infra/blob/blob-store.s3.js';
+import { stackUp } from '../../infra/services/stack.js';
+import { connectClient } from '../../infra/temporal/connection.js';
+import { parseQuestions } from '../../activities/learner.activities.js';
+import { taskQueueName } from '../../workflows/contracts/queues.js';
+import { learnerStateQuery, learnerWorkflowType, type LearnerResult } from '../../workflows/contracts/learner.contract.js';
+import { integerFlag, parseFlags } from '../arguments.js';
+import { UsageError, type Command } from '../command.js';
+import { progressBar } from '../progress.js';
+
+export const trainCommand: Command = {
+  name: 'train',
+  summary: 'run the RL learner (async by default) on a question set, with live progress',
+  usage: `longhaul train --dataset FILE [--run-id ID] [--mode async|sync] [--steps N] [--batch N] [--group N] [--eta N]
+               [--max-inflight N] [--max-turns N] [--max-new-tokens N] [--lr X] [--keep-equal-groups] [--json]
+
+FILE is JSONL of {"id","question","answers":[…]}. The learner keeps trajectories streaming while
+training steps run on the gpu-train queue; it survives any worker or server crash. Watch it in the
+Web UI (search attribute LonghaulRunId) or with \`longhaul temporal workflow query\`.
+
+  --mode M            async (default) or sync (generate a whole batch, then train)
+  --steps N           training steps (default 10)      --batch N   trajectories per step (default 16)
+  --group N           samples per question (default 4) --eta N     max staleness in versions (default 4)
+  --max-turns N       turns per trajectory (default 10) --lr X      learning rate (default 1e-5)
+  --keep-equal-groups keep groups whose rewards are all equal (dropped by default)`,
+  async run(args) {
+    const { values } = parseFlags(args, {
+      dataset: { type: 'string' }, 'run-id': { type: 'string' }, mode: { type: 'string' }, steps: { type: 'string' }, batch: { type: 'string' },
+      group: { type: 'string' }, eta: { type: 'string' }, 'max-inflight': { type: 'string' }, 'max-turns': { type: 'string' },
+      'max-new-tokens': { type: 'string' }, lr: { type: 'string' }, 'keep-equal-groups': { type: 'boolean' }, json: { type: 'boolean' },
+    });
+    if (!values.dataset) throw new UsageError('--dataset FILE is required (JSONL of {"id","question","answers"})');
+    if (!fs.existsSync(values.dataset)) throw new UsageError(`--dataset: "${values.dataset}" does not exist`);
+    if (values.mode && !['async', 'sync'].includes(values.mode)) throw new UsageError(`--mode expects async or sync, got "${values.mode}"`);
+    const learningRate = values.lr === undefined ? 1e-5 : Number(values.lr);
+    if (!(learningRate > 0 && learningRate < 1)) throw new UsageError(`--lr expects a number between 0 and 1, got "${values.lr}"`);
+    const text = fs.readFileSync(values.dataset, 'utf8');
+    try {
+      parseQuestions(text, path.basename(values.dataset));
+    } catch (error) {
+      throw new UsageError(`--dataset: ${(error as Error).message}`);
+    }
+    const steps = integerFlag(values.steps, 'steps', 10, 1, 1_000_000);
+    const batchSize = integerFlag(values.batch, 'batch', 16, 1, 100_000);
+    const settings = config();
+    await stackUp(settings, { workers: true });
+    const blobs = createS3BlobStore(settings);
+    const runId = values['run-id'] ?? `run-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+    const datasetKey = `datasets/${runId}/questions.jsonl`;
+    await blobs.put(datasetKey, text, 'application/x-ndjson');
+    const client = await connectClient(settings, blobs);
+    const handle = await client.workflow.start(learnerWorkflowType, {
+      taskQueue: taskQueueName('agent', settings.taskQueuePrefix), workflowId: `learner-${runId}`, staticSummary: `learner ${runId}`,
+      args: [{
+        runId, datasetKey,
+        settings: {
+          mode: values.mode ?? 'async', maxSteps: steps, batchSize, groupSize: integerFlag(values.group, 'group', 4, 1, 256),
+          eta: integerFlag(values.eta, 'eta', 4, 0, 1000), maxInflight: integerFlag(values['max-inflight'], 'max-inflight', 2 * batchSize, 1, 100_000),
+          dropEqualRewardGroups: !values['keep-equal-groups'],
+        },
+        trajectory: { limits: { maxTurns: integerFlag(values['max-turns'], 'max-turns', 10, 1, 100_000), maxNewTokensPerTurn: integerFlag(values['max-new-tokens'], 'max-new-tokens', 128, 1, 65_536) } },
+        hyperparameters: { learningRate },
+      }],
+    });
+    if (settings.temporal.embedded) console.error(`learner learner-${runId} · Web UI http://127.0.0.1:${settings.temporal.uiPort}/namespaces/${settings.temporal.namespace}/workflows/learner-${runId}`);
+    const bar = progressBar('training steps', steps);
+    let finished: LearnerResult | undefined;
+    let failure: unknown;
+    void handle.result().then((result) => { finished = result as LearnerResult; }, (error: unknown) => { failure = error ?? new Error('failed'); });
+    while (!finished && !failure) {
+      const state = await handle.query(learnerStateQuery).catch(() => undefined);
+      if (state) bar.update(state.step, `v${state.version} · ${state.inflight} in flight · ${state.ready} ready · ${state.dropped} dropped${state.training ? ' · training' : ''}`);
+      await sleep(1000);
+    }
+    if (failure) throw failure;
+    const result = finished!;
+    bar.finish(`v${result.finalVersion}`);
+    for (const stats of result.history) console.log(`step ${stats.step} → v${stats.version}: mean reward ${stats.meanReward.toFixed(3)}, staleness ≤ ${stats.maxStaleness}, ${stats.trainSeconds.toFixed(1)} s`);
+    console.log(`${result.steps} steps · ${result.consumed} trajectories used, ${result.dropped} dropped · ${result.samplesPerHour.toFixed(0)} samples/h · trainer busy ${(result.trainerBusy * 100).toFixed(0)} %`);
+    if (values.json) console.log(JSON.stringify(result));
+    await client.connection.close();
+    return 0;
+  },
+};

@@ -1,0 +1,107 @@
+/**
+ * The exported Llama graph in onnxruntime-node: one `step` runs new tokens against a key/value
+ * cache and returns the logits of every new position plus the grown cache. A cache of length 0 is
+ * the prefill. CPU execution provider by default; `cuda` where the machine has the CUDA build.
+ */
+import path from 'node:path';
+import ort from 'onnxruntime-node';
+import type { ModelManifest } from './model-files.js';
+
+export type ExecutionProvider = 'cpu' | 'cuda';
+
+export interface OnnxModelOptions {
+  readonly modelDir: string;
+  readonly manifest: ModelManifest;
+  /** Execution providers in order of preference. @default ['cpu'] */
+  readonly executionProviders?: readonly ExecutionProvider[];
+  /** Intra-op threads (0: onnxruntime's default, one per core). @default 0 */
+  readonly threads?: number;
+}
+
+/** The key/value cache of one sequence: 2 × layers tensors of [1, kvHeads, length, headDim]. */
+export interface KeyValueCache {
+  readonly length: number;
+  readonly tensors: readonly ort.Tensor[];
+}
+
+export interface StepResult {
+  /** Logits of the kept new positions (`logitsFrom`..end), [kept × vocab] row-major. */
+  readonly logits: Float32Array;
+  readonly cache: KeyValueCache;
+}
+
+export class OnnxModel {
+  /** Runs go one at a time: concurrent runs on a few cores only oversubscribe the thread pool (measured: slower in total). */
+  private tail: Promise<unknown> = Promise.resolve();
+
+  private constructor(
+    private readonly session: ort.InferenceSession,
+    readonly manifest: ModelManifest,
+    readonly executionProvider: ExecutionProvider,
+  ) {}
+
+  static async load(options: OnnxModelOptions): Promise<OnnxModel> {
+    const wanted = options.executionProviders ?? ['cpu'];
+    const file = path.join(options.modelDir, options.manifest.onnx.file);
+    let lastError: unknown;
+    for (const provider of wanted) {
+      try {
+        const session = await ort.InferenceSession.create(file, {
+          executionProviders: [provider],
+          graphOptimizationLevel: 'all',
+          ...(options.threads ? { intraOpNumThreads: options.threads, interOpNumThreads: 1 } : {}),
+          // Spinning threads halve throughput when the cores are shared (other workers, the trainer).
+          extra: { session: { intra_op: { allow_spinning: '0' }, inter_op: { allow_spinning: '0' } } },
+        });
+        return new OnnxModel(session, options.manifest, provider);
+      } catch (error) {
+        lastError = error;
+      }
+    }
+    throw new Error(`cannot load ${file} with execution providers ${wanted.join(', ')}: ${(lastError as Error).message}`);
+  }
+
+  emptyCache(): KeyValueCache {
+    const { layers, kvHeads, headDim } = this.manifest;
+    const tensors: ort.Tensor[] = [];
+    for (let index = 0; index < 2 * layers; index += 1) tensors.push(new ort.Tensor('float32', new Float32Array(0), [1, kvHeads, 0, headDim]));
+    return { length: 0, tensors };
+  }
+
+  /**
+   * Run `tokenIds` after `cache` (one sequence). Logits come back for new positions
+   * `logitsFrom`..end only (default: the last), so a long prefill does not pay for a logits row per token.
+   */
+  async step(tokenIds: readonly number[], cache: KeyValueCache, logitsFrom = tokenIds.length - 1): Promise<StepResult> {
+    const total = cache.length + tokenIds.length;
+    const kept = tokenIds.length - logitsFrom;
+    const feeds: Record<string, ort.Tensor> = {
+      input_ids: new ort.Tensor('int64', BigInt64Array.from(tokenIds, (id) => BigInt(id)), [1, tokenIds.length]),
+      attention_mask: new ort.Tensor('int64', new BigInt64Array(total).fill(1n), [1, total]),
+      position_ids: new ort.Tensor('int64', BigInt64Array.from(tokenIds, (_, index) => BigInt(cache.length + index)), [1, tokenIds.length]),
+      logits_positions: new ort.Tensor('int64', BigInt64Array.from({ length: kept }, (_, index) => BigInt(logitsFrom + index)), [kept]),
+    };
+    for (let layer = 0; layer < this.manifest.layers; layer += 1) {
+      feeds[`past_key_values.${layer}.key`] = cache.tensors[2 * layer]!;
+      feeds[`past_key_values.${layer}.value`] = cache.tensors[2 * layer + 1]!;
+    }
+    const run = this.tail.then(() => this.session.run(feeds));
+    this.tail = run.catch(() => undefined);
+    const outputs = await run;
+    const tensors: ort.Tensor[] = [];
+    for (let layer = 0; layer < this.manifest.layers; layer += 1) {
+      tensors.push(outputs[`present.${layer}.key`]!, outputs[`present.${layer}.value`]!);
+    }
+    return { logits: outputs.logits!.data as Float32Array, cache: { length: total, tensors } };
+  }
+
+  /** Row `index` (0 = the first kept position) of a [kept × vocab] logits block. */
+  row(logits: Float32Array, index: number): Float32Array {
+    const vocab = this.manifest.vocabSize;
+    return logits.subarray(index * vocab, (index + 1) * vocab);
+  }
+
+  async close(): Promise<void> {
+    await this.session.release();
+  }
+}

@@ -1,0 +1,136 @@
+/**
+ * The `onnx` policy backend: the local model in this process (onnxruntime-node), prefill then
+ * key/value-cache decoding, greedy or seeded sampling, stop tokens and stop strings, behaviour
+ * logprobs and a policy version on every token. An aborted signal ends the generation with
+ * finishReason "interrupted" and the tokens so far; `prefixTokenIds` resumes after them.
+ */
+import path from 'node:path';
+import type { GenerateRequest, GenerateResult, PolicyBackend } from '../../activities/ports/policy.port.js';
+import { InvalidGenerateRequestError, parseGenerateRequest } from '../../activities/ports/policy-request.schema.js';
+import { renderChat } from './chat-template.js';
+import { readManifest } from './model-files.js';
+import { OnnxModel, type ExecutionProvider } from './onnx-model.js';
+import { chooseToken, seededRandom, tokenLogprob } from './sampling.js';
+import { BpeTokenizer } from './tokenizer.js';
+
+export interface OnnxBackendOptions {
+  /** A folder prepared by `longhaul model prepare`. */
+  readonly modelDir: string;
+  /** The policy version these weights are. */
+  readonly version: number;
+  /** @default ['cpu'] */
+  readonly executionProviders?: readonly ExecutionProvider[];
+  /** Intra-op threads; 0 lets onnxruntime choose. @default 0 */
+  readonly threads?: number;
+}
+
+export interface OnnxBackend extends PolicyBackend {
+  readonly name: 'onnx';
+  readonly tokenizer: BpeTokenizer;
+  readonly model: OnnxModel;
+  /** Token ids of a request's prompt (chat template applied when `messages` is set). */
+  promptTokenIds(request: GenerateRequest): number[];
+  close(): Promise<void>;
+}
+
+export async function createOnnxBackend(options: OnnxBackendOptions): Promise<OnnxBackend> {
+  const manifest = readManifest(options.modelDir);
+  const tokenizer = BpeTokenizer.fromFile(path.join(options.modelDir, 'tokenizer.json'));
+  const model = await OnnxModel.load({ modelDir: options.modelDir, manifest, executionProviders: options.executionProviders ?? ['cpu'], threads: options.threads ?? 0 });
+  const stopTokenIds = new Set(manifest.stopTokenIds);
+  const promptTokenIds = (request: GenerateRequest) => tokenizer.encode(request.messages ? renderChat(request.messages) : request.prompt);
+  return {
+    name: 'onnx',
+    tokenizer,
+    model,
+    promptTokenIds,
+    currentVersion: async () => options.version,
+    close: () => model.close(),
+    async generate(rawRequest, signal) {
+      const request = parseGenerateRequest(rawRequest);
+      for (const id of request.prefixTokenIds ?? []) {
+        if (id >= manifest.vocabSize) throw new RangeError(`prefixTokenIds: token id ${id} is outside the vocabulary (0..${manifest.vocabSize - 1})`);
+      }
+      const prompt = promptTokenIds(request);
+      if (prompt.length === 0) throw new InvalidGenerateRequestError('prompt: encodes to no tokens (the model needs at least one prompt token)');
+      return generate({ model, tokenizer, stopTokenIds, version: options.version }, request, prompt, signal);
+    },
+  };
+}
+
+interface Generator {
+  readonly model: OnnxModel;
+  readonly tokenizer: BpeTokenizer;
+  readonly stopTokenIds: ReadonlySet<number>;
+  readonly version: number;
+}
+
+async function generate(generator: Generator, request: GenerateRequest, promptTokenIds: number[], signal?: AbortSignal): Promise<GenerateResult> {
+  const { model, version } = generator;
+  const temperature = request.temperature ?? 0;
+  const prefix = [...(request.prefixTokenIds ?? [])];
+  const tokenIds = [...prefix];
+  const logprobs: number[] = request.prefixLogprobs ? [...request.prefixLogprobs] : [];
+  const tokenVersions: number[] = request.prefixTokenVersions ? [...request.prefixTokenVersions] : prefix.map(() => version);
+  const random = seededRandom(((request.seed ?? 0) + Math.imul(prefix.length, 0x9e3779b1)) >>> 0);
+  const text = new TextTracker(generator, request.stop ?? []);
+  const result = (finishReason: GenerateResult['finishReason']): GenerateResult =>
+    ({ text: text.value, promptTokenIds, tokenIds, logprobs, tokenVersions, policyVersion: version, finishReason });
+
+  if (signal?.aborted) return result('interrupted');
+  const context = [...promptTokenIds, ...prefix];
+  // Logits from the last prompt position on when the prefix's logprobs must be recomputed, else the last only.
+  const logitsFrom = request.prefixLogprobs ? context.length - 1 : Math.max(0, promptTokenIds.length - 1);
+  let { logits, cache } = await model.step(context, model.emptyCache(), logitsFrom);
+  if (!request.prefixLogprobs) {
+    for (let index = 0; index < prefix.length; index += 1) {
+      logprobs.push(tokenLogprob(model.row(logits, promptTokenIds.length - 1 + index - logitsFrom), prefix[index]!, temperature));
+    }
+  }
+  for (const id of prefix) if (text.push(id)) return result('stop');
+  let last = model.row(logits, context.length - 1 - logitsFrom);
+  while (tokenIds.length < request.maxNewTokens) {
+    if (signal?.aborted) return result('interrupted');
+    const choice = chooseToken(last, { temperature, topP: request.topP ?? 1, random });
+    tokenIds.push(choice.tokenId);
+    logprobs.push(choice.logprob);
+    tokenVersions.push(version);
+    if (text.push(choice.tokenId)) return result('stop');
+    if (tokenIds.length >= request.maxNewTokens) break;
+    ({ logits, cache } = await model.step([choice.tokenId], cache));
+    last = model.row(logits, 0);
+  }
+  return result('length');
+}
+
+/**
+ * The generated text so far (stop tokens not shown), decoded incrementally, and whether a stop token
+ * or stop string has ended it. A stop string cuts the text right after it.
+ */
+class TextTracker {
+  private readonly ids: number[] = [];
+  private readonly decoder = new TextDecoder('utf-8');
+  private streamed = '';
+  private stoppedAt: number | undefined;
+
+  constructor(private readonly generator: Generator, private readonly stop: readonly string[]) {}
+
+  get value(): string {
+    return this.stoppedAt === undefined ? this.generator.tokenizer.decode(this.ids) : this.streamed.slice(0, this.stoppedAt);
+  }
+
+  push(tokenId: number): boolean {
+    if (this.generator.stopTokenIds.has(tokenId)) return true;
+    const before = this.streamed.length;
+    this.ids.push(tokenId);
+    this.streamed += this.decoder.decode(this.generator.tokenizer.tokenBytes(tokenId), { stream: true });
+    for (const stop of this.stop) {
+      const found = this.streamed.indexOf(stop, Math.max(0, before - stop.length + 1));
+      if (found >= 0) {
+        this.stoppedAt = found + stop.length;
+        return true;
+      }
+    }
+    return false;
+  }
+}

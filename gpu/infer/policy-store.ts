@@ -1,0 +1,97 @@
+/**
+ * Policy versions in the blob store (`policies/v<version>/<file>`) and the `policy_versions` table.
+ * `publishPolicyVersion` uploads a prepared folder once (idempotent: same files, same version, no
+ * change; different files under a taken version is an error). `materializePolicyVersion` brings a
+ * version's files into a local cache folder, checking every file's sha256.
+ */
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { BlobStore } from '../../activities/ports/blob-store.port.js';
+import type { PolicyFile, PolicyVersionRow, PolicyVersionStore } from '../../activities/ports/policy-version-store.port.js';
+import { manifestFileName, modelFiles, readManifest } from './model-files.js';
+
+export class PolicyVersionError extends Error {
+  readonly code = 'POLICY_VERSION_INVALID';
+  constructor(message: string) {
+    super(message);
+    this.name = 'PolicyVersionError';
+  }
+}
+
+export const policyBlobPrefix = (version: number) => `policies/v${String(version).padStart(6, '0')}/`;
+
+function sha256(buffer: Buffer): string {
+  return createHash('sha256').update(buffer).digest('hex');
+}
+
+export interface PublishOptions {
+  readonly blobs: BlobStore;
+  readonly versions: PolicyVersionStore;
+  readonly modelDir: string;
+  readonly version: number;
+  readonly parentVersion?: number | null;
+  readonly onProgress?: (file: string, bytes: number) => void;
+}
+
+/** Upload a prepared folder as a policy version and register it; returns the row (the existing one when already published). */
+export async function publishPolicyVersion(options: PublishOptions): Promise<{ row: PolicyVersionRow; published: boolean }> {
+  const manifest = readManifest(options.modelDir);
+  const prefix = policyBlobPrefix(options.version);
+  const files: PolicyFile[] = [];
+  for (const name of modelFiles(options.modelDir)) {
+    const body = fs.readFileSync(path.join(options.modelDir, name));
+    files.push({ name, bytes: body.byteLength, sha256: sha256(body) });
+  }
+  const existing = await options.versions.get(options.version);
+  if (existing) {
+    if (!sameFiles(existing.files, files)) throw new PolicyVersionError(`policy version ${options.version} is already registered with different files; publish under a new version`);
+    return { row: existing, published: false };
+  }
+  for (const file of files) {
+    // Uploaded one file at a time so a 650 MB ONNX graph is the largest buffer held.
+    await options.blobs.put(prefix + file.name, fs.readFileSync(path.join(options.modelDir, file.name)));
+    options.onProgress?.(file.name, file.bytes);
+  }
+  const row: PolicyVersionRow = { version: options.version, name: manifest.name, blobPrefix: prefix, files, manifest, parentVersion: options.parentVersion ?? null };
+  const { inserted } = await options.versions.register(row);
+  if (!inserted) return publishPolicyVersion(options);
+  return { row, published: true };
+}
+
+function sameFiles(left: readonly PolicyFile[], right: readonly PolicyFile[]): boolean {
+  const key = (files: readonly PolicyFile[]) => JSON.stringify([...files].sort((a, b) => a.name.localeCompare(b.name)).map((file) => [file.name, file.sha256]));
+  return key(left) === key(right);
+}
+
+export interface MaterializeOptions {
+  readonly blobs: BlobStore;
+  readonly versions: PolicyVersionStore;
+  /** Local cache root: the version lands in `<cacheDir>/v<version>`. */
+  readonly cacheDir: string;
+  /** @default the latest registered version */
+  readonly version?: number;
+}
+
+/** The local folder of a policy version, downloaded (and checked) unless already cached. */
+export async function materializePolicyVersion(options: MaterializeOptions): Promise<{ dir: string; row: PolicyVersionRow }> {
+  const row = options.version === undefined ? await options.versions.latest() : await options.versions.get(options.version);
+  if (!row) {
+    throw new PolicyVersionError(options.version === undefined
+      ? 'no policy version is registered; run `longhaul model prepare` (it publishes version 0)'
+      : `policy version ${options.version} is not registered`);
+  }
+  const dir = path.join(options.cacheDir, `v${String(row.version).padStart(6, '0')}`);
+  if (fs.existsSync(path.join(dir, manifestFileName))) return { dir, row };
+  const staging = `${dir}.partial-${process.pid}`;
+  fs.rmSync(staging, { recursive: true, force: true });
+  fs.mkdirSync(staging, { recursive: true });
+  for (const file of row.files) {
+    const body = await options.blobs.get(row.blobPrefix + file.name);
+    if (sha256(body) !== file.sha256) throw new PolicyVersionError(`policy version ${row.version}: ${file.name} does not match its registered sha256`);
+    fs.writeFileSync(path.join(staging, file.name), body);
+  }
+  fs.rmSync(dir, { recursive: true, force: true });
+  fs.renameSync(staging, dir);
+  return { dir, row };
+}

@@ -1,0 +1,180 @@
+/**
+ * `trainStep` (decoupled PPO) and `sftStep` (supervised warm start) on the gpu-train queue. Each:
+ * 1. validates its input and the whole batch (records, lengths, rewards, versions, staleness,
+ *    groups, registered base version) and refuses with a non-retryable LonghaulInvalidInput naming
+ *    the field, before any model is touched;
+ * 2. returns the registered version unchanged when this run and step already published it
+ *    (retries never train twice); refuses when another run or step owns that version number;
+ * 3. stages the base version into `<home>/models/train/v<base>` (downloaded, sha256-checked), writes
+ *    the manifest, runs the engine as a child process (progress → heartbeats; cancellation kills it);
+ *    a folder left by a crashed attempt that never got registered is removed first;
+ * 4. uploads the new version to `policies/<runId>/v<version>/` and registers it in policy_versions.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
+import type { BlobStore } from '../../activities/ports/blob-store.port.js';
+import type { PolicyVersionRow, PolicyVersionStore } from '../../activities/ports/policy-version-store.port.js';
+import type { TrajectoryStore } from '../../activities/ports/trajectory-store.port.js';
+import { errorTypes } from '../../workflows/contracts/errors.js';
+import { batchRlSamples, batchSftSamples, readBatch } from './batch.js';
+import { EngineRefusal, runEngine, type EngineEvent } from './engine-process.js';
+import { batchManifestSchema, type BatchManifest } from './manifest.js';
+import { InvalidBatchError } from './samples.js';
+import { parseSftStepInput, parseTrainStepInput } from './train-step.schema.js';
+import { CorruptVersionError, publishTrainedVersion, stageVersion, trainingOf, VersionTakenError, versionFolderName } from './version-files.js';
+
+export interface TrainActivityDependencies {
+  readonly blobs: BlobStore;
+  readonly versions: PolicyVersionStore;
+  readonly trajectories: TrajectoryStore;
+  /** The engine's Python (infra/services/binaries.ts enginePython). */
+  readonly python: string;
+  /** LONGHAUL_HOME: versions are staged under <home>/models/train, manifests under <home>/train. */
+  readonly home: string;
+  /** Export model.onnx into each version for the local policy. @default 'auto' */
+  readonly onnx?: 'auto' | 'skip';
+  /** torch CPU threads; 0 = torch's default. @default 0 */
+  readonly threads?: number;
+  /** Heartbeat period while staging, training and uploading. @default 5000 */
+  readonly heartbeatMs?: number;
+  /** Called just before the engine process starts (tests count engine starts with it). */
+  readonly onEngineStart?: (manifestPath: string) => void;
+}
+
+/** What `trainStep` and `sftStep` return. */
+export interface TrainStepOutput {
+  readonly version: number;
+  readonly metrics: Record<string, unknown>;
+  /** Blob-store folder of the version's files, ending with "/". */
+  readonly modelKey: string;
+  /** False when a retry found the version already registered by this run and step. */
+  readonly trained: boolean;
+}
+
+interface StepPlan {
+  readonly kind: 'rl' | 'sft';
+  readonly runId: string;
+  readonly step: number;
+  readonly baseVersion: number;
+  readonly outputVersion: number;
+  /** The registered base version. */
+  readonly baseRow: PolicyVersionRow;
+  /** The manifest without its folders (they are known after staging). */
+  readonly manifest: (modelDir: string, outputDir: string) => BatchManifest;
+}
+
+export function createTrainActivities(deps: TrainActivityDependencies) {
+  const cacheRoot = path.join(deps.home, 'models', 'train');
+
+  async function registeredBase(version: number): Promise<PolicyVersionRow> {
+    const row = await deps.versions.get(version);
+    if (!row) throw new InvalidBatchError(`baseVersion: unknown policy version ${version} (not registered)`);
+    return row;
+  }
+
+  async function alreadyPublished(plan: StepPlan): Promise<TrainStepOutput | undefined> {
+    const row = await deps.versions.get(plan.outputVersion);
+    if (!row) return undefined;
+    const owner = trainingOf(row);
+    if (owner?.runId !== plan.runId || owner.step !== plan.step || owner.kind !== plan.kind) throw new VersionTakenError(plan.outputVersion, row);
+    return { version: row.version, metrics: owner.metrics, modelKey: row.blobPrefix, trained: false };
+  }
+
+  function clearLeftovers(outputDir: string): void {
+    fs.rmSync(outputDir, { recursive: true, force: true });
+    const prefix = `.${path.basename(outputDir)}.tmp-`;
+    for (const entry of fs.existsSync(cacheRoot) ? fs.readdirSync(cacheRoot) : []) {
+      if (entry.startsWith(prefix)) fs.rmSync(path.join(cacheRoot, entry), { recursive: true, force: true });
+    }
+  }
+
+  async function train(plan: StepPlan, beat: (details: unknown) => void, signal: AbortSignal): Promise<TrainStepOutput> {
+    const modelDir = await stageVersion(deps.blobs, plan.baseRow, cacheRoot);
+    const outputDir = path.join(cacheRoot, versionFolderName(plan.outputVersion));
+    const manifest = batchManifestSchema.parse(plan.manifest(modelDir, outputDir));
+    clearLeftovers(outputDir);
+    const workDir = path.join(deps.home, 'train', plan.runId, `${plan.kind}-step-${plan.step}`);
+    fs.mkdirSync(workDir, { recursive: true });
+    const manifestPath = path.join(workDir, 'manifest.json');
+    fs.writeFileSync(manifestPath, JSON.stringify(manifest));
+    deps.onEngineStart?.(manifestPath);
+    const metrics = await runEngine({
+      python: deps.python, kind: plan.kind, manifestPath, onnx: deps.onnx ?? 'auto', threads: deps.threads ?? 0, signal,
+      onEvent: (event: EngineEvent) => { if (event.event === 'progress' || event.event === 'start') beat(event); },
+    });
+    beat({ event: 'uploading' });
+    const row = await publishTrainedVersion({
+      blobs: deps.blobs, versions: deps.versions, dir: outputDir, version: plan.outputVersion, onFile: (name) => beat({ event: 'uploaded', file: name }),
+      training: { runId: plan.runId, step: plan.step, kind: plan.kind, baseVersion: plan.baseVersion, metrics },
+    });
+    return { version: row.version, metrics, modelKey: row.blobPrefix, trained: true };
+  }
+
+  /** Validate (refusals first), then train unless this run and step already published the version. */
+  async function runStep(activity: string, prepare: () => Promise<StepPlan>): Promise<TrainStepOutput> {
+    const context = Context.current();
+    let last: unknown = { event: 'validating' };
+    const beat = (details: unknown) => { last = details; context.heartbeat(details); };
+    const timer = setInterval(() => context.heartbeat(last), deps.heartbeatMs ?? 5000);
+    try {
+      const plan = await prepare();
+      return (await alreadyPublished(plan)) ?? (await train(plan, beat, context.cancellationSignal));
+    } catch (error) {
+      if (context.cancellationSignal.aborted && !(error instanceof ApplicationFailure)) throw new CancelledFailure(`${activity} cancelled; the engine was stopped`);
+      throw asFailure(activity, error);
+    } finally {
+      clearInterval(timer);
+    }
+  }
+
+  return {
+    /** One decoupled-PPO step on a claimed batch: a new policy version, registered once. */
+    async trainStep(raw: unknown): Promise<TrainStepOutput> {
+      return runStep('trainStep', async () => {
+        const input = parseTrainStepInput(raw);
+        const ppo = input.hyperparameters.ppo;
+        const baseRow = await registeredBase(input.baseVersion);
+        const records = await readBatch(deps, input.runId, input.trajectoryIds);
+        const samples = batchRlSamples(records, { baseVersion: input.baseVersion, eta: ppo.maxStaleness }, ppo.groupNormalise);
+        return {
+          kind: 'rl', runId: input.runId, step: input.step, baseVersion: input.baseVersion, outputVersion: input.outputVersion, baseRow,
+          manifest: (modelDir, outputDir) => ({
+            schemaVersion: 1, kind: 'rl', runId: input.runId, step: input.step, basePolicy: { version: input.baseVersion, modelDir },
+            outputDir, outputPolicyVersion: input.outputVersion, hyperparameters: input.hyperparameters, samples,
+          }),
+        };
+      });
+    },
+
+    /** Supervised warm start on validated trajectories (cross-entropy on their generated tokens), through the same path. */
+    async sftStep(raw: unknown): Promise<TrainStepOutput> {
+      return runStep('sftStep', async () => {
+        const input = parseSftStepInput(raw);
+        const baseRow = await registeredBase(input.baseVersion);
+        const samples = batchSftSamples(await readBatch(deps, input.runId, input.trajectoryIds));
+        return {
+          kind: 'sft', runId: input.runId, step: input.step, baseVersion: input.baseVersion, outputVersion: input.outputVersion, baseRow,
+          manifest: (modelDir, outputDir) => ({
+            schemaVersion: 1, kind: 'sft', runId: input.runId, step: input.step, basePolicy: { version: input.baseVersion, modelDir },
+            outputDir, outputPolicyVersion: input.outputVersion, hyperparameters: input.hyperparameters, samples,
+          }),
+        };
+      });
+    },
+  };
+}
+
+/** Refusals are final; a crash or an unreachable store is retried with the activity's backoff. */
+function asFailure(activity: string, error: unknown): unknown {
+  if (error instanceof ApplicationFailure || error instanceof CancelledFailure) return error;
+  const message = `${activity}: ${error instanceof Error ? error.message : String(error)}`;
+  if (error instanceof InvalidBatchError || error instanceof VersionTakenError) return ApplicationFailure.nonRetryable(message, errorTypes.invalidInput);
+  if (error instanceof CorruptVersionError) return ApplicationFailure.nonRetryable(message, errorTypes.corrupt);
+  if (error instanceof EngineRefusal) {
+    return ApplicationFailure.nonRetryable(`${activity}: engine refused: ${error.message}`, error.type === errorTypes.corrupt ? errorTypes.corrupt : errorTypes.invalidInput);
+  }
+  return ApplicationFailure.retryable(message, errorTypes.unavailable);
+}
+
+export type TrainActivities = ReturnType<typeof createTrainActivities>;

@@ -1,0 +1,93 @@
+/**
+ * `longhaul bench async`: the real learner workflow, workers and Temporal, with the policy and the
+ * trainer replaced by latency models (long-tail turn counts up to 200 with a fixed per-turn delay;
+ * a fixed train-step time). Runs `sync` then `async` on identical workloads, side by side.
+ */
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createScriptedPolicy } from '../../activities/agent/scripted-policy.js';
+import { createScriptedTools } from '../../activities/agent/scripted-tools.js';
+import { createBufferActivities } from '../../activities/buffer.activities.js';
+import { createLearnerActivities } from '../../activities/learner.activities.js';
+import { createInProcessAgent } from '../../workers/in-process-agent.js';
+import type { Config } from '../config.js';
+import { createS3BlobStore } from '../blob/blob-store.s3.js';
+import { createPool } from '../postgres/database.js';
+import { createPgTrajectoryBuffer } from '../postgres/buffer.pg.js';
+import { connectClient } from '../temporal/connection.js';
+import { taskQueueName } from '../../workflows/contracts/queues.js';
+import { learnerWorkflowType, type LearnerMode, type LearnerResult, type TrainStepInput } from '../../workflows/contracts/learner.contract.js';
+
+export interface AsyncBenchmarkOptions {
+  readonly questions: number;
+  readonly groupSize: number;
+  readonly batchSize: number;
+  readonly steps: number;
+  readonly eta: number;
+  readonly maxTurns: number;
+  readonly turnDelayMs: number;
+  readonly stepSeconds: number;
+}
+
+/** Long-tail turn counts: most trajectories are short, a few run to maxTurns (deterministic). */
+export function longTailTurns(index: number, maxTurns: number): number {
+  const u = ((index + 1) * 0.6180339887) % 1;
+  return Math.max(1, Math.min(maxTurns, Math.round(2 / Math.pow(u + 0.01, 1.1))));
+}
+
+const round = (value: number, digits = 3) => Number(value.toFixed(digits));
+
+async function runMode(config: Config, mode: LearnerMode, options: AsyncBenchmarkOptions, log: (line: string) => void) {
+  const blobs = createS3BlobStore(config);
+  const pool = createPool(config.postgres.url, 8);
+  const prefix = `bench-async-${mode}-${randomUUID().slice(0, 8)}-`;
+  const datasetKey = `bench/async/${prefix}questions.jsonl`;
+  const lines = Array.from({ length: options.questions }, (_, index) => JSON.stringify({
+    id: `q${index}`, question: `script:{"turns":${longTailTurns(index, options.maxTurns)},"delayMs":${options.turnDelayMs},"answer":"a"}`, answers: ['a'],
+  }));
+  await blobs.put(datasetKey, lines.join('\n'));
+  let served = 0;
+  const trainStep = async (input: TrainStepInput) => {
+    await sleep(options.stepSeconds * 1000);
+    served = input.outputVersion;
+    return { version: input.outputVersion, metrics: { simulated: true } };
+  };
+  const client = await connectClient(config, blobs);
+  const workers = await createInProcessAgent({
+    config, blobs, pool, prefix, backend: createScriptedPolicy({ version: () => served }), tools: createScriptedTools(), maxConcurrentActivities: 400,
+    roles: ['agent', 'gpu-infer', 'tools', 'gpu-train'],
+    extraActivities: {
+      agent: { ...createLearnerActivities({ blobs }), ...createBufferActivities({ buffer: createPgTrajectoryBuffer(pool) }) },
+      'gpu-train': { trainStep },
+    },
+  });
+  log(`${mode}: ${options.steps} steps of ${options.batchSize} trajectories (G=${options.groupSize}, η=${options.eta}), ${options.stepSeconds} s per step…`);
+  try {
+    const result = await workers.run(() => client.workflow.execute(learnerWorkflowType, {
+      taskQueue: taskQueueName('agent', prefix), workflowId: `${prefix}learner`,
+      args: [{
+        runId: `${prefix}run`, datasetKey,
+        settings: { mode, groupSize: options.groupSize, batchSize: options.batchSize, maxSteps: options.steps, eta: options.eta, maxInflight: options.batchSize * 2, dropEqualRewardGroups: false },
+        trajectory: { limits: { maxTurns: options.maxTurns, maxRepeats: 0 } },
+      }],
+    })) as LearnerResult;
+    log(`${mode}: ${result.steps} steps in ${result.wallSeconds.toFixed(0)} s, trainer busy ${(result.trainerBusy * 100).toFixed(0)} %`);
+    return result;
+  } finally {
+    await client.connection.close();
+    await pool.end();
+  }
+}
+
+export async function runAsyncBenchmark(config: Config, options: AsyncBenchmarkOptions, log: (line: string) => void) {
+  const sync = await runMode(config, 'sync', options, log);
+  const asyncResult = await runMode(config, 'async', options, log);
+  const figures = (result: LearnerResult) => ({
+    samples_per_hour: round(result.samplesPerHour, 1), trainer_busy: round(result.trainerBusy), max_staleness: result.maxStaleness,
+    wall_seconds: round(result.wallSeconds, 1), steps: result.steps, consumed: result.consumed,
+  });
+  return {
+    sync: figures(sync), async: figures(asyncResult), speedup: round(asyncResult.samplesPerHour / Math.max(1e-9, sync.samplesPerHour), 2),
+    eta: options.eta, workload: options,
+  };
+}

@@ -1,0 +1,166 @@
+/**
+ * The `openai` policy backend: any OpenAI-compatible server (vLLM, SGLang, llama.cpp, Ollama,
+ * `longhaul serve`). Text completion (/v1/completions) or chat (/v1/chat/completions); behaviour
+ * logprobs and token ids when the server returns them (vLLM's `return_tokens_as_token_ids`
+ * convention, or `token_ids` / `prompt_token_ids` fields). Network errors and 5xx are retried with
+ * exponential backoff, a 429 waits for its Retry-After; responses are parsed leniently.
+ */
+import type { GenerateRequest, GenerateResult, PolicyBackend } from '../../activities/ports/policy.port.js';
+import { parseGenerateRequest, InvalidGenerateRequestError } from '../../activities/ports/policy-request.schema.js';
+import { completionResponseSchema, chatResponseSchema, parseTokens, type Completion } from './openai.responses.js';
+
+export interface OpenAIBackendOptions {
+  /** Base URL ending in /v1, e.g. http://127.0.0.1:8000/v1. */
+  readonly baseUrl: string;
+  readonly model: string;
+  readonly apiKey?: string | null;
+  /** Endpoint for plain prompts (requests with messages always use chat). @default 'completions' */
+  readonly api?: 'completions' | 'chat';
+  /** Policy version reported when the server does not send `x-longhaul-policy-version`. @default 0 */
+  readonly version?: number;
+  /** Attempts for one request (network errors, 5xx, 429). @default 5 */
+  readonly maxAttempts?: number;
+  /** First backoff; doubles per attempt, capped by maxBackoffMs. @default 500 */
+  readonly initialBackoffMs?: number;
+  /** @default 20000 */
+  readonly maxBackoffMs?: number;
+  /** Per-request time limit. @default 600000 */
+  readonly timeoutMs?: number;
+  /** Ask for token ids with vLLM's `return_tokens_as_token_ids` extension. @default true */
+  readonly requestTokenIds?: boolean;
+}
+
+/** The server could not be reached or kept failing (retryable at the activity level). */
+export class InferenceUnavailableError extends Error {
+  readonly code = 'INFERENCE_UNAVAILABLE';
+  constructor(message: string) {
+    super(message);
+    this.name = 'InferenceUnavailableError';
+  }
+}
+
+/** The server rejected the request (4xx other than 429) or answered with something unusable. */
+export class InferenceRequestError extends Error {
+  readonly code = 'INFERENCE_REQUEST_REJECTED';
+  constructor(message: string, readonly status?: number) {
+    super(message);
+    this.name = 'InferenceRequestError';
+  }
+}
+
+const sleep = (ms: number, signal?: AbortSignal) => new Promise<void>((resolve) => {
+  const timer = setTimeout(resolve, ms);
+  signal?.addEventListener('abort', () => { clearTimeout(timer); resolve(); }, { once: true });
+});
+
+/** Seconds or an HTTP date, as RFC 9110 allows; undefined when absent or unreadable. */
+export function retryAfterMs(header: string | null): number | undefined {
+  if (header === null || header.trim() === '') return undefined;
+  const seconds = Number(header);
+  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
+  const date = Date.parse(header);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
+}
+
+export function createOpenAIBackend(options: OpenAIBackendOptions): PolicyBackend {
+  const baseUrl = options.baseUrl.replace(/\/+$/, '');
+  const maxAttempts = options.maxAttempts ?? 5;
+  let lastVersion = options.version ?? 0;
+
+  async function post(path: string, body: object, signal?: AbortSignal): Promise<{ json: unknown; version: number } | 'aborted'> {
+    let failure = '';
+    for (let attempt = 1; attempt <= maxAttempts; attempt += 1) {
+      if (signal?.aborted) return 'aborted';
+      let wait = Math.min(options.maxBackoffMs ?? 20_000, (options.initialBackoffMs ?? 500) * 2 ** (attempt - 1));
+      try {
+        const response = await fetch(`${baseUrl}${path}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...(options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {}) },
+          body: JSON.stringify(body),
+          signal: signal ? AbortSignal.any([signal, AbortSignal.timeout(options.timeoutMs ?? 600_000)]) : AbortSignal.timeout(options.timeoutMs ?? 600_000),
+        });
+        const text = await response.text();
+        if (response.ok) {
+          const header = Number(response.headers.get('x-longhaul-policy-version'));
+          return { json: parseJson(text, path), version: Number.isInteger(header) && response.headers.has('x-longhaul-policy-version') ? header : lastVersion };
+        }
+        failure = `HTTP ${response.status}: ${serverMessage(text)}`;
+        if (response.status === 429) wait = retryAfterMs(response.headers.get('retry-after')) ?? wait;
+        else if (response.status < 500) throw new InferenceRequestError(`${baseUrl}${path} rejected the request: ${failure}`, response.status);
+      } catch (error) {
+        if (error instanceof InferenceRequestError) throw error;
+        if (signal?.aborted) return 'aborted';
+        const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+        failure = cause?.code ?? cause?.message ?? (error as Error).message;
+      }
+      if (attempt < maxAttempts) await sleep(wait, signal);
+    }
+    throw new InferenceUnavailableError(`OpenAI-compatible server at ${baseUrl} is unreachable or failing (${failure}) after ${maxAttempts} attempts`);
+  }
+
+  return {
+    name: 'openai',
+    currentVersion: async () => lastVersion,
+    async generate(rawRequest: GenerateRequest, signal?: AbortSignal): Promise<GenerateResult> {
+      const request = parseGenerateRequest(rawRequest);
+      if ((request.prefixTokenIds?.length ?? 0) > 0) throw new InvalidGenerateRequestError('prefixTokenIds: the openai backend cannot resume a generation from token ids');
+      const chat = request.messages !== undefined || options.api === 'chat';
+      const common = {
+        model: options.model, max_tokens: request.maxNewTokens, temperature: request.temperature ?? 0, top_p: request.topP ?? 1,
+        ...(request.seed !== undefined ? { seed: request.seed } : {}), ...(request.stop?.length ? { stop: request.stop } : {}),
+        ...(options.requestTokenIds ?? true ? { return_tokens_as_token_ids: true } : {}),
+      };
+      const body = chat
+        ? { ...common, messages: request.messages ?? [{ role: 'user', content: request.prompt }], logprobs: true }
+        : { ...common, prompt: request.prompt, logprobs: 1 };
+      const answer = await post(chat ? '/chat/completions' : '/completions', body, signal);
+      if (answer === 'aborted') return { text: '', promptTokenIds: [], tokenIds: [], logprobs: [], tokenVersions: [], policyVersion: lastVersion, finishReason: 'interrupted' };
+      lastVersion = answer.version;
+      const completion = chat ? fromChat(answer.json) : fromCompletion(answer.json);
+      return {
+        text: completion.text, promptTokenIds: completion.promptTokenIds, tokenIds: completion.tokenIds, logprobs: completion.logprobs,
+        tokenVersions: completion.tokenIds.map(() => answer.version), policyVersion: answer.version,
+        finishReason: completion.finishReason === 'length' ? 'length' : 'stop',
+      };
+    },
+  };
+}
+
+function parseJson(text: string, path: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw new InferenceRequestError(`${path} answered with something that is not JSON: ${text.slice(0, 200)}`);
+  }
+}
+
+function serverMessage(text: string): string {
+  try {
+    const body = JSON.parse(text) as { error?: { message?: string } | string; message?: string };
+    const message = typeof body.error === 'string' ? body.error : body.error?.message ?? body.message;
+    if (message) return message.slice(0, 500);
+  } catch { /* not JSON */ }
+  return text.slice(0, 500) || '(empty body)';
+}
+
+function fromCompletion(json: unknown): Completion {
+  const parsed = completionResponseSchema.safeParse(json);
+  if (!parsed.success) throw new InferenceRequestError(`/completions response: ${parsed.error.issues[0]!.path.join('.')}: ${parsed.error.issues[0]!.message}`);
+  const choice = parsed.data.choices[0]!;
+  const tokens = parseTokens(choice.logprobs?.tokens ?? [], choice.token_ids);
+  const logprobs = (choice.logprobs?.token_logprobs ?? []).filter((value): value is number => typeof value === 'number');
+  return { text: choice.text ?? '', finishReason: choice.finish_reason ?? 'stop', tokenIds: tokens, logprobs, promptTokenIds: choice.prompt_token_ids ?? parsed.data.prompt_token_ids ?? [] };
+}
+
+function fromChat(json: unknown): Completion {
+  const parsed = chatResponseSchema.safeParse(json);
+  if (!parsed.success) throw new InferenceRequestError(`/chat/completions response: ${parsed.error.issues[0]!.path.join('.')}: ${parsed.error.issues[0]!.message}`);
+  const choice = parsed.data.choices[0]!;
+  const content = choice.logprobs?.content ?? [];
+  return {
+    text: choice.message?.content ?? '', finishReason: choice.finish_reason ?? 'stop',
+    tokenIds: parseTokens(content.map((entry) => entry.token ?? ''), choice.token_ids),
+    logprobs: content.map((entry) => entry.logprob).filter((value): value is number => typeof value === 'number'),
+    promptTokenIds: choice.prompt_token_ids ?? parsed.data.prompt_token_ids ?? [],
+  };
+}

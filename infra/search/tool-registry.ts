@@ -1,0 +1,50 @@
+/** Builds the tool registry a tools worker serves, from config: which tools exist depends on what is configured. */
+import type pg from 'pg';
+import { createAccessTool } from '../../activities/tools/access.tool.js';
+import { createAnswerTool } from '../../activities/tools/answer.tool.js';
+import { ToolRegistry, type AnyToolPlugin } from '../../activities/tools/registry.js';
+import { createSearchTool } from '../../activities/tools/search.tool.js';
+import { createSqlTool } from '../../activities/tools/sql.tool.js';
+import { createWebFetchTool } from '../../activities/tools/web-fetch.tool.js';
+import { createWebSearchTool } from '../../activities/tools/web-search.tool.js';
+import type { SearchEngine } from '../../activities/ports/search.port.js';
+import { ConfigError, type Config } from '../config.js';
+import { createDenseSearchEngine } from './dense-search.pg.js';
+import { createHttpEmbeddingClient } from './embeddings.http.js';
+import { createHybridSearchEngine } from './hybrid-search.js';
+import { createPool } from '../postgres/database.js';
+import { createFtsSearchEngine } from './fts-search.pg.js';
+import { createPgReadOnlySql } from './read-only-sql.pg.js';
+import { createHttpPageFetcher } from './web-fetch.http.js';
+import { createHttpWebSearchClient } from './web-search.http.js';
+
+export interface BuiltTools {
+  readonly registry: ToolRegistry;
+  close(): Promise<void>;
+}
+
+/** The engine LONGHAUL_SEARCH_ENGINE names; dense and hybrid need LONGHAUL_EMBEDDINGS_URL. */
+export function searchEngine(settings: Config, pool: pg.Pool): SearchEngine {
+  const { searchEngine: kind, embeddings } = settings.tools;
+  const fts = createFtsSearchEngine(pool);
+  if (kind === 'fts') return fts;
+  if (!embeddings) throw new ConfigError(`LONGHAUL_SEARCH_ENGINE=${kind} needs LONGHAUL_EMBEDDINGS_URL (an OpenAI-compatible /v1/embeddings endpoint). Set it, or unset LONGHAUL_SEARCH_ENGINE (see docs/CONFIG.md).`);
+  const dense = createDenseSearchEngine(pool, createHttpEmbeddingClient(embeddings), { maxAgeMs: 300_000 });
+  return kind === 'dense' ? dense : createHybridSearchEngine([fts, dense]);
+}
+
+export function buildToolRegistry(settings: Config, pool: pg.Pool): BuiltTools {
+  const { tools } = settings;
+  const engine = searchEngine(settings, pool);
+  const fetcher = tools.webFetch.enabled ? createHttpPageFetcher(tools.webFetch) : undefined;
+  const plugins: AnyToolPlugin[] = [
+    createSearchTool(engine),
+    createAccessTool(engine, { pageChars: tools.accessPageChars, ...(fetcher ? { fetcher } : {}) }),
+    createAnswerTool(),
+  ];
+  if (tools.webSearch) plugins.push(createWebSearchTool(createHttpWebSearchClient({ ...tools.webSearch, timeoutMs: tools.webFetch.timeoutMs })));
+  if (fetcher) plugins.push(createWebFetchTool(fetcher, tools.accessPageChars));
+  const sqlPool = tools.sqlUrl ? createPool(tools.sqlUrl, 2) : null;
+  if (sqlPool) plugins.push(createSqlTool(createPgReadOnlySql(sqlPool)));
+  return { registry: new ToolRegistry(plugins), close: async () => { await sqlPool?.end(); } };
+}

@@ -1,0 +1,137 @@
+/**
+ * PageFetcher over HTTP(S) with the safety rules of the web tools: only http(s); every host
+ * (the first and each redirect target) is resolved and checked against the AddressGuard, and the
+ * connection goes to the checked address (no DNS rebinding between check and connect); at most
+ * `maxRedirects` redirects; a byte cap and one time limit for the whole fetch; text-like content only.
+ */
+import dns from 'node:dns';
+import http from 'node:http';
+import https from 'node:https';
+import type { FetchedPage, PageFetcher } from '../../activities/ports/search.port.js';
+import { AddressGuard } from './address-guard.js';
+import { htmlToText } from './html-text.js';
+
+export interface WebFetchOptions {
+  readonly maxBytes: number;
+  readonly timeoutMs: number;
+  readonly maxRedirects: number;
+  readonly allow: readonly string[];
+  readonly userAgent?: string;
+}
+
+export class WebFetchError extends Error {
+  constructor(readonly code: 'REFUSED' | 'HTTP_STATUS' | 'CONTENT_TYPE' | 'TOO_MANY_REDIRECTS' | 'TIMEOUT' | 'NETWORK', message: string) {
+    super(message);
+    this.name = 'WebFetchError';
+  }
+}
+
+const TEXT_TYPES = /^(text\/[a-z0-9.+-]+|application\/(xhtml\+xml|xml|json|ld\+json|rss\+xml|atom\+xml))$/i;
+
+interface RawResponse { status: number; location: string | null; contentType: string; body: Buffer; cut: boolean }
+
+export function createHttpPageFetcher(options: WebFetchOptions): PageFetcher {
+  const guard = new AddressGuard(options.allow);
+  return {
+    async fetch(rawUrl) {
+      const signal = AbortSignal.timeout(options.timeoutMs);
+      let url = parseHttpUrl(rawUrl);
+      for (let hop = 0; ; hop += 1) {
+        const address = await resolveChecked(url, guard);
+        const response = await request(url, address, options, signal);
+        if (response.status >= 300 && response.status < 400 && response.location !== null) {
+          if (hop >= options.maxRedirects) throw new WebFetchError('TOO_MANY_REDIRECTS', `refused: more than ${options.maxRedirects} redirects`);
+          url = parseHttpUrl(new URL(response.location, url).toString());
+          continue;
+        }
+        if (response.status < 200 || response.status >= 300) throw new WebFetchError('HTTP_STATUS', `HTTP ${response.status} from ${url.toString()}`);
+        return toPage(url.toString(), response);
+      }
+    },
+  };
+}
+
+function parseHttpUrl(raw: string): URL {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new WebFetchError('REFUSED', `refused: "${raw}" is not a URL`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new WebFetchError('REFUSED', `refused: only http and https URLs, not ${url.protocol}`);
+  if (url.username || url.password) throw new WebFetchError('REFUSED', 'refused: URLs with credentials');
+  return url;
+}
+
+async function resolveChecked(url: URL, guard: AddressGuard): Promise<{ address: string; family: number }> {
+  const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
+  let addresses: dns.LookupAddress[];
+  try {
+    addresses = await dns.promises.lookup(host, { all: true, verbatim: true });
+  } catch (error) {
+    throw new WebFetchError('NETWORK', `cannot resolve ${host}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+  }
+  const blocked = addresses.find((entry) => !guard.permits(entry.address));
+  if (blocked || addresses.length === 0) {
+    throw new WebFetchError('REFUSED', `refused: ${host} resolves to ${blocked?.address ?? 'nothing'}, a private, loopback or link-local address (allow it with LONGHAUL_WEB_FETCH_ALLOW)`);
+  }
+  return addresses[0]!;
+}
+
+function request(url: URL, target: { address: string; family: number }, options: WebFetchOptions, signal: AbortSignal): Promise<RawResponse> {
+  const client = url.protocol === 'https:' ? https : http;
+  return new Promise((resolve, reject) => {
+    const outgoing = client.request(url, {
+      method: 'GET', signal,
+      headers: { 'user-agent': options.userAgent ?? 'longhaul-web-fetch/0.1', accept: 'text/html,text/plain;q=0.9,*/*;q=0.1' },
+      lookup: (_hostname, lookupOptions, callback) => {
+        if ((lookupOptions as { all?: boolean }).all) (callback as unknown as (e: null, a: dns.LookupAddress[]) => void)(null, [target]);
+        else callback(null, target.address, target.family);
+      },
+    }, (incoming) => {
+      const status = incoming.statusCode ?? 0;
+      const location = typeof incoming.headers.location === 'string' ? incoming.headers.location : null;
+      const contentType = (incoming.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+      if ((status >= 300 && status < 400) || status < 200 || status >= 300) {
+        incoming.resume();
+        resolve({ status, location, contentType, body: Buffer.alloc(0), cut: false });
+        return;
+      }
+      if (!TEXT_TYPES.test(contentType)) {
+        incoming.destroy();
+        reject(new WebFetchError('CONTENT_TYPE', `refused: content type "${contentType || 'none'}" is not text`));
+        return;
+      }
+      readCapped(incoming, options.maxBytes).then((read) => resolve({ status, location, contentType, ...read }), reject);
+    });
+    outgoing.on('error', (error) => reject(signal.aborted
+      ? new WebFetchError('TIMEOUT', `timed out after ${options.timeoutMs} ms`)
+      : error instanceof WebFetchError ? error : new WebFetchError('NETWORK', `network error: ${error.message}`)));
+    outgoing.end();
+  });
+}
+
+function readCapped(incoming: http.IncomingMessage, maxBytes: number): Promise<{ body: Buffer; cut: boolean }> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    incoming.on('data', (chunk: Buffer) => {
+      if (size >= maxBytes) return;
+      chunks.push(chunk);
+      size += chunk.length;
+      if (size >= maxBytes) {
+        incoming.destroy();
+        resolve({ body: Buffer.concat(chunks).subarray(0, maxBytes), cut: true });
+      }
+    });
+    incoming.on('end', () => resolve({ body: Buffer.concat(chunks), cut: false }));
+    incoming.on('error', (error) => reject(new WebFetchError('NETWORK', `network error: ${error.message}`)));
+  });
+}
+
+function toPage(url: string, response: RawResponse): FetchedPage {
+  const raw = response.body.toString('utf8');
+  const isHtml = /html|xml/.test(response.contentType);
+  const { title, text } = isHtml ? htmlToText(raw) : { title: '', text: raw.trim() };
+  return { url, title, text, contentType: response.contentType, cut: response.cut };
+}
