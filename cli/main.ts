@@ -6,6 +6,7 @@ import { configCommand } from './commands/config.command.js';
 import { benchCommand } from './commands/bench.command.js';
 import { corpusCommand } from './commands/corpus.command.js';
 import { demoCommand } from './commands/demo.command.js';
+import { skeletonCommand } from './commands/skeleton.command.js';
 import { downCommand } from './commands/down.command.js';
 import { ingestCommand } from './commands/ingest.command.js';
 import { searchCommand } from './commands/search.command.js';
@@ -18,7 +19,7 @@ import { upCommand } from './commands/up.command.js';
 import { modelCommand } from './commands/model.command.js';
 import { serveCommand } from './commands/serve.command.js';
 
-const commands: readonly Command[] = [demoCommand, upCommand, downCommand, statusCommand, runCommand, trainCommand, temporalCommand, configCommand, ingestCommand, searchCommand, toolsCommand, corpusCommand, benchCommand, modelCommand, serveCommand];
+const commands: readonly Command[] = [demoCommand, upCommand, downCommand, statusCommand, runCommand, trainCommand, temporalCommand, configCommand, skeletonCommand, ingestCommand, searchCommand, toolsCommand, corpusCommand, benchCommand, modelCommand, serveCommand];
 
 function help(): string {
   const width = Math.max(...commands.map((command) => command.name.length));
