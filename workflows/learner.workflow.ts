@@ -6,10 +6,10 @@
  * continue-as-new; finished trajectories live in the Postgres buffer.
  */
 import {
-  ApplicationFailure, ParentClosePolicy, condition, continueAsNew, getExternalWorkflowHandle, proxyActivities, setHandler,
+  ParentClosePolicy, condition, continueAsNew, getExternalWorkflowHandle, proxyActivities, setHandler,
   startChild, upsertSearchAttributes, workflowInfo, allHandlersFinished,
 } from '@temporalio/workflow';
-import { errorTypes, nonRetryableErrorTypes } from './contracts/errors.js';
+import { nonRetryableErrorTypes } from './contracts/errors.js';
 import {
   learnerStateQuery, pauseUpdate, resumeUpdate, setConfigUpdate,
   type GroupState, type LearnerActivities, type LearnerCarried, type LearnerInput, type LearnerResult, type LearnerState, type StepStats, type TrainActivities,
@@ -18,19 +18,11 @@ import { parseLearnerInput, parseLearnerSettings } from './contracts/learner.inp
 import { queuePrefixOf, taskQueueName } from './contracts/queues.js';
 import { searchAttributes } from './contracts/search-attributes.js';
 import { interruptSignal, trajectoryFinishedSignal, type TrajectoryInput } from './contracts/trajectory.contract.js';
-import { InputError } from './contracts/validate.js';
+import { validated } from './validated.js';
 import type { trajectory } from './trajectory.workflow.js';
 
 const retry = { initialInterval: '1s', maximumInterval: '30s', nonRetryableErrorTypes: [...nonRetryableErrorTypes] };
 
-function validated<T>(parse: () => T): T {
-  try {
-    return parse();
-  } catch (error) {
-    if (error instanceof InputError) throw ApplicationFailure.nonRetryable(error.message, errorTypes.invalidInput, { field: error.field });
-    throw error;
-  }
-}
 
 export async function learner(raw: LearnerInput): Promise<LearnerResult> {
   const input = validated(() => parseLearnerInput(raw));

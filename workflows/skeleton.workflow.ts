@@ -1,12 +1,12 @@
-import { ApplicationFailure, continueAsNew, proxyActivities, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { continueAsNew, proxyActivities, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { SkeletonActivities } from '../activities/skeleton.activities.js';
-import { errorTypes, nonRetryableErrorTypes } from './contracts/errors.js';
+import { nonRetryableErrorTypes } from './contracts/errors.js';
 import { searchAttributes } from './contracts/search-attributes.js';
 import {
   parsePayloadRoundTripInput, parseSkeletonInput, skeletonStateQuery,
   type PayloadRoundTripResult, type SkeletonResult,
 } from './contracts/skeleton.contract.js';
-import { InputError } from './contracts/validate.js';
+import { validated } from './validated.js';
 
 // A short start-to-close: when a worker dies mid-step, the step is retried on another within seconds.
 const { recordStep, makePayload, digestPayload } = proxyActivities<SkeletonActivities>({
@@ -14,15 +14,6 @@ const { recordStep, makePayload, digestPayload } = proxyActivities<SkeletonActiv
   retry: { initialInterval: '500ms', maximumInterval: '10s', nonRetryableErrorTypes: [...nonRetryableErrorTypes] },
 });
 
-/** Wrap input validation so a bad input fails the workflow at once, naming the field. */
-function validated<T>(parse: () => T): T {
-  try {
-    return parse();
-  } catch (error) {
-    if (error instanceof InputError) throw ApplicationFailure.nonRetryable(error.message, errorTypes.invalidInput, { field: error.field });
-    throw error;
-  }
-}
 
 export async function skeletonTrajectory(rawInput: unknown): Promise<SkeletonResult> {
   const input = validated(() => parseSkeletonInput(rawInput));

@@ -4,21 +4,21 @@
  * termination checks. History holds summaries and counters; texts and tokens are blobs.
  */
 import {
-  ActivityCancellationType, ApplicationFailure, CancellationScope, continueAsNew, getExternalWorkflowHandle, isCancellation,
+  ActivityCancellationType, CancellationScope, continueAsNew, getExternalWorkflowHandle, isCancellation,
   proxyActivities, setCurrentDetails, setHandler, upsertSearchAttributes, workflowInfo,
 } from '@temporalio/workflow';
 import type { GenerateTurnActivities, TurnToolActivities } from '../activities/agent/agent-turn.activities.js';
 import type { FinishActivities } from '../activities/agent/finish.activities.js';
 import type { GenerateTurnResult } from './contracts/agent-turn.contract.js';
-import { errorTypes, nonRetryableErrorTypes } from './contracts/errors.js';
+import { nonRetryableErrorTypes } from './contracts/errors.js';
 import { queuePrefixOf, taskQueueName } from './contracts/queues.js';
 import { searchAttributes } from './contracts/search-attributes.js';
 import {
   interruptSignal, setPolicyVersionUpdate, trajectoryFinishedSignal, trajectoryStateQuery,
   type CarriedState, type StopReason, type TrajectoryInput, type TrajectoryResult,
 } from './contracts/trajectory.contract.js';
-import { parseTrajectoryInput, type NormalizedTrajectoryInput } from './contracts/trajectory.input.js';
-import { InputError } from './contracts/validate.js';
+import { parseTrajectoryInput } from './contracts/trajectory.input.js';
+import { validated } from './validated.js';
 
 const retry = { initialInterval: '1s', maximumInterval: '30s', backoffCoefficient: 2, nonRetryableErrorTypes: [...nonRetryableErrorTypes] };
 
@@ -33,14 +33,6 @@ function activitiesFor(prefix: string) {
   return { generateTurn: policy.generateTurn, runTurnTools: tools.runTurnTools, finishTrajectory: finish.finishTrajectory };
 }
 
-function parseInput(raw: unknown): NormalizedTrajectoryInput {
-  try {
-    return parseTrajectoryInput(raw);
-  } catch (error) {
-    if (error instanceof InputError) throw ApplicationFailure.nonRetryable(error.message, errorTypes.invalidInput, { field: error.field });
-    throw error;
-  }
-}
 
 function describeAction(result: GenerateTurnResult): string {
   const { action } = result;
@@ -50,7 +42,7 @@ function describeAction(result: GenerateTurnResult): string {
 }
 
 export async function trajectory(raw: TrajectoryInput): Promise<TrajectoryResult> {
-  const input = parseInput(raw);
+  const input = validated(() => parseTrajectoryInput(raw));
   const { workflowId: trajectoryId, taskQueue } = workflowInfo();
   const act = activitiesFor(queuePrefixOf(taskQueue));
   const carried = (raw as TrajectoryInput).carried;
