@@ -112,7 +112,10 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
     const { groupSize, batchSize, eta, maxInflight } = s.settings;
     // AReaL's rule: a rollout may start only if it can be consumed while still within η versions.
     // Dropped trajectories never will be consumed, so they do not count against it.
-    return !s.paused && questionsLeft && inflight() + groupSize <= maxInflight && s.started - s.dropped + groupSize <= (s.version - input.startVersion + eta + 1) * batchSize;
+    // With nothing in flight and too little ready, admit anyway: the rule must never stall the run.
+    const starved = inflight() === 0 && !training && s.ready < batchSize;
+    return !s.paused && questionsLeft && inflight() + groupSize <= maxInflight
+      && (starved || s.started - s.dropped + groupSize <= (s.version - input.startVersion + eta + 1) * batchSize);
   }
 
   async function trainOnce(): Promise<void> {
@@ -120,7 +123,9 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
     try {
       const claim = await act.claimBatch({ runId: input.runId, step: s.step, batchSize: s.settings.batchSize, currentVersion: s.version, eta: s.settings.eta, selection: s.settings.selection, minGroupSize: s.settings.groupSize });
       if (claim.trajectoryIds.length === 0) {
-        s = { ...s, ready: 0 }; // none eligible (too stale): wait for groups to settle
+        // None eligible: what is ready is too stale. Drop it for good and wait for fresh groups.
+        const stale = await act.releaseStaleTrajectories({ runId: input.runId, currentVersion: s.version, eta: s.settings.eta });
+        s = { ...s, ready: 0, dropped: s.dropped + stale.dropped };
         return;
       }
       // A short claim (some went stale) is trained on as it is: claimed trajectories are never given back.
