@@ -32,15 +32,8 @@ export interface GenerateActivityResult {
 }
 
 /** The stored record at `generations/<key>.json`. */
-export interface GenerationBlob {
+export interface GenerationBlob extends GenerateResult {
   readonly key: string;
-  readonly text: string;
-  readonly promptTokenIds: readonly number[];
-  readonly tokenIds: readonly number[];
-  readonly logprobs: readonly number[];
-  readonly tokenVersions: readonly number[];
-  readonly policyVersion: number;
-  readonly finishReason: GenerateResult['finishReason'];
 }
 
 const keySchema = z.string().min(1).max(512).regex(/^[A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)*$/, 'expected segments of letters, digits, ".", "_" or "-" separated by "/"')

@@ -4,30 +4,22 @@
  * retried or resumed activity always sees the same history.
  */
 import type { BlobStore } from '../ports/blob-store.port.js';
+import type { GenerateResult } from '../ports/policy.port.js';
 import type { ParsedAction } from '../../workflows/contracts/trajectory.contract.js';
 import type { ToolResult } from '../../workflows/contracts/tools.contract.js';
 import type { ContextSegment } from './prompt.js';
 
-export interface GenerationRecord {
+/** One turn's generation as stored: the backend's result plus what the agent made of it. */
+export interface GenerationRecord extends GenerateResult {
   readonly turn: number;
-  readonly text: string;
   readonly promptChars: number;
-  readonly promptTokenIds: readonly number[];
-  readonly tokenIds: readonly number[];
-  readonly logprobs: readonly number[];
-  readonly tokenVersions: readonly number[];
-  readonly policyVersion: number;
-  readonly finishReason: string;
   readonly action: ParsedAction;
   /** How many times this generation was interrupted and resumed. */
   readonly interruptions: number;
 }
 
-export interface PartialGeneration {
-  readonly text: string;
-  readonly tokenIds: readonly number[];
-  readonly logprobs: readonly number[];
-  readonly tokenVersions: readonly number[];
+/** What an interrupted generation had produced, to resume after it. */
+export interface PartialGeneration extends Pick<GenerateResult, 'text' | 'tokenIds' | 'logprobs' | 'tokenVersions'> {
   readonly interruptions: number;
 }
 
