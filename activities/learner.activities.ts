@@ -1,6 +1,7 @@
 /**
  * Activities the learner needs besides the buffer: reading its question set from the blob store
- * (JSONL of {"id","question","answers"}), parsed once per worker and validated row by row.
+ * (JSONL of {"id","question","answers"} with an optional "goldTurns" solution path), parsed once
+ * per worker and validated row by row.
  */
 import { ApplicationFailure } from '@temporalio/activity';
 import { z } from 'zod';
@@ -12,6 +13,7 @@ const rowSchema = z.object({
   id: z.union([z.string().min(1), z.number()]).transform(String),
   question: z.string().min(1),
   answers: z.array(z.string()).min(1),
+  goldTurns: z.array(z.string().refine((turn) => turn.trim() !== '', 'a gold turn must not be empty')).min(1).max(1000).optional(),
 }).strip();
 
 /** Parse a questions JSONL; a bad line is reported by number and field. */

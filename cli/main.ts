@@ -12,6 +12,7 @@ import { ingestCommand } from './commands/ingest.command.js';
 import { searchCommand } from './commands/search.command.js';
 import { runCommand } from './commands/run.command.js';
 import { trainCommand } from './commands/train.command.js';
+import { warmStartCommand } from './commands/warm-start.command.js';
 import { statusCommand } from './commands/status.command.js';
 import { toolsCommand } from './commands/tools.command.js';
 import { temporalCommand } from './commands/temporal.command.js';
@@ -19,7 +20,7 @@ import { upCommand } from './commands/up.command.js';
 import { modelCommand } from './commands/model.command.js';
 import { serveCommand } from './commands/serve.command.js';
 
-const commands: readonly Command[] = [demoCommand, upCommand, downCommand, statusCommand, runCommand, trainCommand, temporalCommand, configCommand, skeletonCommand, ingestCommand, searchCommand, toolsCommand, corpusCommand, benchCommand, modelCommand, serveCommand];
+const commands: readonly Command[] = [demoCommand, upCommand, downCommand, statusCommand, runCommand, trainCommand, warmStartCommand, temporalCommand, configCommand, skeletonCommand, ingestCommand, searchCommand, toolsCommand, corpusCommand, benchCommand, modelCommand, serveCommand];
 
 function help(): string {
   const width = Math.max(...commands.map((command) => command.name.length));

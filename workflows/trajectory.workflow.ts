@@ -88,6 +88,7 @@ export async function trajectory(raw: TrajectoryInput): Promise<TrajectoryResult
           trajectoryId, turn: state.turn, question: input.question, maxNewTokens: input.limits.maxNewTokensPerTurn,
           maxCallsPerTurn: input.options.maxCallsPerTurn, temperature: input.options.temperature, seed: input.options.seed,
           policyVersion: state.policyVersion,
+          ...(state.turn < input.forcedTurns.length ? { forcedText: input.forcedTurns[state.turn] } : {}),
           prompt: { protocol: input.options.protocol, contextMode: input.options.contextMode, recentChars: input.options.recentChars, tools: input.options.tools, template: 'chatml' },
         }));
       } catch (error) {

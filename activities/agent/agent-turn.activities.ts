@@ -71,6 +71,7 @@ export function createTurnGenerator({ blobs, backend }: AgentTurnDependencies) {
         seed: input.seed + turn,
         stop: stopStrings(input.prompt),
         ...(partial ? { prefixTokenIds: partial.tokenIds } : {}),
+        ...(input.forcedText !== undefined ? { forcedText: input.forcedText } : {}),
       }, control.signal);
     } finally {
       clearInterval(beat);

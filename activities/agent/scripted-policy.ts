@@ -2,7 +2,7 @@
  * A deterministic policy for tests and benchmarks, behind the real PolicyBackend port. The script
  * rides in the question: `script:{"turns":N,"answer":"…","delayMs":…,"tokenDelayMs":…,"invalidEvery":…}`.
  * It searches for N-1 turns and then answers. `tokenDelayMs` makes generation take time token by
- * token, so interruptions and kills can land mid-generation.
+ * token, so interruptions and kills can land mid-generation. A request's `forcedText` is the output as given.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { GenerateRequest, GenerateResult, PolicyBackend } from '../ports/policy.port.js';
@@ -42,9 +42,9 @@ export function createScriptedPolicy(options: { version?: () => number } = {}): 
     async generate(request: GenerateRequest, signal?: AbortSignal): Promise<GenerateResult> {
       const script = readScript(request.prompt);
       const turn = turnsTaken(request.prompt);
-      const text = turn + 1 >= script.turns ? `<think>done after ${turn} searches</think>\n<answer>${script.answer}</answer>`
+      const text = request.forcedText ?? (turn + 1 >= script.turns ? `<think>done after ${turn} searches</think>\n<answer>${script.answer}</answer>`
         : script.invalidEvery > 0 && (turn + 1) % script.invalidEvery === 0 ? `<search>unclosed step ${turn}`
-          : `<think>step ${turn}</think>\n<search>query ${turn}</search>`;
+          : `<think>step ${turn}</think>\n<search>query ${turn}</search>`);
       if (script.delayMs > 0) await sleep(script.delayMs);
       const prefix = [...(request.prefixTokenIds ?? [])];
       const tokenIds = [...prefix];

@@ -18,7 +18,11 @@ export const generateRequestSchema = z.object({
   topP: z.number().gt(0).max(1).optional(),
   seed: z.number().int().min(0).max(2 ** 32 - 1).optional(),
   stop: z.array(z.string().min(1)).max(16).optional(),
+  forcedText: z.string().min(1).max(1024 * 1024).optional(),
 }).strict().superRefine((request, context) => {
+  if (request.forcedText !== undefined && (request.prefixTokenIds?.length ?? 0) > 0) {
+    context.addIssue({ code: 'custom', path: ['forcedText'], message: 'cannot be combined with prefixTokenIds (a forced turn is scored whole, never resumed)' });
+  }
   if (request.messages === undefined && request.prompt === '' && (request.prefixTokenIds?.length ?? 0) === 0) {
     context.addIssue({ code: 'custom', path: ['prompt'], message: 'empty prompt and no messages' });
   }

@@ -26,6 +26,12 @@ export interface GenerateRequest extends SamplingOptions {
   readonly prefixLogprobs?: readonly number[];
   /** Policy versions that generated the prefix tokens (default: the version serving now). */
   readonly prefixTokenVersions?: readonly number[];
+  /**
+   * Teacher forcing: the output is this text, tokenised by the policy and scored (behaviour
+   * logprobs under the serving version), not sampled. Gold solution paths for the warm start go
+   * through the same agent loop this way. Not combinable with prefixTokenIds.
+   */
+  readonly forcedText?: string;
 }
 
 export interface GenerateResult {

@@ -52,6 +52,22 @@ describe('the onnx policy backend on the tiny model', () => {
     result.logprobs.forEach((logprob, index) => assert.ok(Math.abs(logprob - reference[index]!) < 1e-3, `token ${index}: ${logprob} vs ${reference[index]}`));
   });
 
+  it('scores forced text (teacher forcing) exactly as if it had been generated', async () => {
+    const sampled = await backend.generate({ prompt, maxNewTokens: 12 });
+    const forced = await backend.generate({ prompt, maxNewTokens: 1, forcedText: sampled.text });
+    assert.deepEqual(forced.tokenIds, backend.tokenizer.encode(sampled.text));
+    assert.equal(forced.text, sampled.text);
+    assert.equal(forced.finishReason, 'stop');
+    assert.deepEqual(forced.tokenVersions, forced.tokenIds.map(() => 3));
+    if (forced.tokenIds.join() === sampled.tokenIds.join()) {
+      forced.logprobs.forEach((logprob, index) => assert.ok(Math.abs(logprob - sampled.logprobs[index]!) < 1e-4, `token ${index}: ${logprob} vs ${sampled.logprobs[index]}`));
+    }
+    const reference = await pythonJson(pythonLogprobs, { dir, prompt: forced.promptTokenIds, generated: forced.tokenIds }) as number[];
+    forced.logprobs.forEach((logprob, index) => assert.ok(Math.abs(logprob - reference[index]!) < 1e-3, `token ${index}: ${logprob} vs ${reference[index]}`));
+    await assert.rejects(backend.generate({ prompt, maxNewTokens: 4, forcedText: 'x', prefixTokenIds: [1] }), /forcedText: cannot be combined with prefixTokenIds/);
+    await assert.rejects(backend.generate({ prompt, maxNewTokens: 4, forcedText: '' }), /forcedText/);
+  });
+
   it('tags every generated token with the serving policy version', async () => {
     const result = await backend.generate({ prompt, maxNewTokens: 5 });
     assert.deepEqual(result.tokenVersions, [3, 3, 3, 3, 3]);

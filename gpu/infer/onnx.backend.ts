@@ -3,6 +3,7 @@
  * key/value-cache decoding, greedy or seeded sampling, stop tokens and stop strings, behaviour
  * logprobs and a policy version on every token. An aborted signal ends the generation with
  * finishReason "interrupted" and the tokens so far; `prefixTokenIds` resumes after them.
+ * `forcedText` scores a given output instead of sampling one (teacher forcing).
  */
 import path from 'node:path';
 import type { GenerateRequest, GenerateResult, PolicyBackend } from '../../activities/ports/policy.port.js';
@@ -53,7 +54,8 @@ export async function createOnnxBackend(options: OnnxBackendOptions): Promise<On
       }
       const prompt = promptTokenIds(request);
       if (prompt.length === 0) throw new InvalidGenerateRequestError('prompt: encodes to no tokens (the model needs at least one prompt token)');
-      return generate({ model, tokenizer, stopTokenIds, version: options.version }, request, prompt, signal);
+      const generator = { model, tokenizer, stopTokenIds, version: options.version };
+      return request.forcedText === undefined ? generate(generator, request, prompt, signal) : score(generator, request, request.forcedText, prompt);
     },
   };
 }
@@ -101,6 +103,17 @@ async function generate(generator: Generator, request: GenerateRequest, promptTo
     last = model.row(logits, 0);
   }
   return result('length');
+}
+
+/** Teacher forcing: the forced text's tokens with their logprobs under this version, in one forward pass. */
+async function score(generator: Generator, request: GenerateRequest, forcedText: string, promptTokenIds: number[]): Promise<GenerateResult> {
+  const { model, version } = generator;
+  const tokenIds = generator.tokenizer.encode(forcedText);
+  if (tokenIds.length === 0) throw new InvalidGenerateRequestError('forcedText: encodes to no tokens');
+  const from = promptTokenIds.length - 1;
+  const { logits } = await model.step([...promptTokenIds, ...tokenIds], model.emptyCache(), from);
+  const logprobs = tokenIds.map((tokenId, index) => tokenLogprob(model.row(logits, index), tokenId, request.temperature ?? 0));
+  return { text: forcedText, promptTokenIds, tokenIds, logprobs, tokenVersions: tokenIds.map(() => version), policyVersion: version, finishReason: 'stop' };
 }
 
 /**

@@ -104,6 +104,7 @@ export function createOpenAIBackend(options: OpenAIBackendOptions): PolicyBacken
     async generate(rawRequest: GenerateRequest, signal?: AbortSignal): Promise<GenerateResult> {
       const request = parseGenerateRequest(rawRequest);
       if ((request.prefixTokenIds?.length ?? 0) > 0) throw new InvalidGenerateRequestError('prefixTokenIds: the openai backend cannot resume a generation from token ids');
+      if (request.forcedText !== undefined) throw new InvalidGenerateRequestError('forcedText: the openai backend cannot score forced text; run warm-start trajectories on the onnx backend');
       const chat = request.messages !== undefined || options.api === 'chat';
       const common = {
         model: options.model, max_tokens: request.maxNewTokens, temperature: request.temperature ?? 0, top_p: request.topP ?? 1,

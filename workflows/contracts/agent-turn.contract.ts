@@ -20,6 +20,8 @@ export interface GenerateTurnInput {
   readonly seed: number;
   /** Version the workflow wants; the backend reports the version it actually used per token. */
   readonly policyVersion: number;
+  /** Teacher forcing: this turn's output is this text, scored by the policy instead of sampled. */
+  readonly forcedText?: string;
 }
 
 export interface GenerateTurnResult {

@@ -114,6 +114,8 @@ export interface QuestionRow {
   readonly id: string;
   readonly question: string;
   readonly answers: readonly string[];
+  /** A gold solution path (one text per turn) for the warm start's teacher forcing; RL ignores it. */
+  readonly goldTurns?: readonly string[];
 }
 
 /** Activities the learner calls (agent queue unless noted). */

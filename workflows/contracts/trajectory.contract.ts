@@ -64,6 +64,11 @@ export interface TrajectoryInput {
   readonly options?: Partial<TrajectoryOptions>;
   /** Reward: which metric is "the" reward. @default "f1" */
   readonly rewardMetric?: 'em' | 'f1' | 'cover_em' | 'judge';
+  /**
+   * Teacher forcing (a gold solution path for the warm start): turn i's output is forcedTurns[i],
+   * scored by the policy instead of sampled; turns after the list are generated as usual.
+   */
+  readonly forcedTurns?: readonly string[];
   /** Internal: carried across continue-as-new. */
   readonly carried?: CarriedState;
 }

@@ -13,6 +13,7 @@ export interface NormalizedTrajectoryInput {
   readonly limits: TrajectoryLimits;
   readonly options: TrajectoryOptions;
   readonly rewardMetric: 'em' | 'f1' | 'cover_em' | 'judge';
+  readonly forcedTurns: readonly string[];
 }
 
 function parseLimits(value: Fields): TrajectoryLimits {
@@ -44,9 +45,16 @@ function parseOptions(value: Fields): TrajectoryOptions {
   };
 }
 
+function forcedTurnsField(input: Fields): string[] {
+  const turns = stringListField(input, 'forcedTurns', { maxItems: 1000, maxLength: 100_000, default: [] });
+  const empty = turns.findIndex((turn) => turn.trim() === '');
+  if (empty >= 0) throw new InputError(`forcedTurns[${empty}]`, 'is empty; give the full text of that turn (e.g. "<search>…</search>") or leave the turn out');
+  return turns;
+}
+
 export function parseTrajectoryInput(raw: unknown): NormalizedTrajectoryInput {
   const input = objectInput(raw, 'trajectory');
-  rejectUnknown(input, ['question', 'answers', 'questionId', 'dataset', 'runId', 'policyVersion', 'reportTo', 'limits', 'options', 'rewardMetric', 'carried']);
+  rejectUnknown(input, ['question', 'answers', 'questionId', 'dataset', 'runId', 'policyVersion', 'reportTo', 'limits', 'options', 'rewardMetric', 'forcedTurns', 'carried']);
   return {
     question: stringField(input, 'question', { maxLength: 20_000 }),
     answers: stringListField(input, 'answers', { maxItems: 100, maxLength: 2000, default: [] }),
@@ -58,5 +66,6 @@ export function parseTrajectoryInput(raw: unknown): NormalizedTrajectoryInput {
     limits: nestedField(input, 'limits', parseLimits),
     options: nestedField(input, 'options', parseOptions),
     rewardMetric: enumField(input, 'rewardMetric', ['em', 'f1', 'cover_em', 'judge'] as const, 'f1'),
+    forcedTurns: forcedTurnsField(input),
   };
 }

@@ -1,0 +1,116 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { WorkflowHandle } from '@temporalio/client';
+import { config } from '../../infra/config.js';
+import { createS3BlobStore } from '../../infra/blob/blob-store.s3.js';
+import { createPool } from '../../infra/postgres/database.js';
+import { createPgPolicyVersionStore } from '../../infra/postgres/policy-version-store.pg.js';
+import { stackUp } from '../../infra/services/stack.js';
+import { connectClient } from '../../infra/temporal/connection.js';
+import { parseQuestions } from '../../activities/learner.activities.js';
+import { taskQueueName } from '../../workflows/contracts/queues.js';
+import { warmStartStateQuery, warmStartWorkflowType, type WarmStartResult } from '../../workflows/contracts/warm-start.contract.js';
+import { integerFlag, parseFlags } from '../arguments.js';
+import { UsageError, type Command } from '../command.js';
+import { progressBar } from '../progress.js';
+
+/** Follow a warm-start run with two progress bars (trajectories, then training) until it ends. */
+export async function followWarmStart(handle: WorkflowHandle, expectedTrajectories: number): Promise<WarmStartResult> {
+  let finished: WarmStartResult | undefined;
+  let failure: unknown;
+  void handle.result().then((result) => { finished = result as WarmStartResult; }, (error: unknown) => { failure = error ?? new Error('warm start failed'); });
+  const collecting = progressBar('warm-start trajectories', Math.max(1, expectedTrajectories));
+  let training: ReturnType<typeof progressBar> | undefined;
+  while (!finished && !failure) {
+    const state = await handle.query(warmStartStateQuery).catch(() => undefined);
+    if (state?.phase === 'collecting') collecting.update(state.finished, `${state.kept} kept · ${state.started - state.finished} in flight`);
+    if (state && state.phase !== 'collecting' && !training) {
+      collecting.finish(`${state.kept}/${state.finished} kept`);
+      training = progressBar('warm-start sft', 1);
+    }
+    await sleep(1000);
+  }
+  if (failure) throw failure;
+  if (!training) collecting.finish(`${finished!.kept}/${finished!.finished} kept`);
+  training?.finish(`v${finished!.finalVersion}`);
+  return finished!;
+}
+
+export const warmStartCommand: Command = {
+  name: 'warm-start',
+  summary: 'supervised warm start (SFT) on gold solution paths or rejection-sampled trajectories',
+  usage: `longhaul warm-start --dataset FILE [--source gold|samples] [--run-id ID] [--start-version N] [--samples N]
+                    [--min-reward X] [--epochs N] [--batch N] [--lr X] [--max-turns N] [--max-new-tokens N] [--json]
+
+FILE is JSONL of {"id","question","answers":[…],"goldTurns":["<search>…</search>","<answer>…</answer>"]}.
+--source gold (default) replays each row's goldTurns through the real agent loop (real tools, real
+reward) with teacher forcing; --source samples runs N sampled trajectories per question. Either way
+only trajectories with reward ≥ --min-reward are kept, and sftStep trains on them on the gpu-train
+queue, publishing one new policy version. Survives any crash; watch it in the Web UI.
+
+  --start-version N  policy version to fine-tune (default: the latest registered)
+  --samples N        trajectories per question with --source samples (default 4)
+  --min-reward X     keep threshold (default 1)   --epochs N   passes over the kept data (default 3)
+  --batch N          trajectories per optimizer step (default 4)    --lr X   learning rate (default 1e-4)
+  --max-turns N      turns per trajectory (default 10)   --max-new-tokens N  per turn (default 128)`,
+  async run(args) {
+    const { values } = parseFlags(args, {
+      dataset: { type: 'string' }, source: { type: 'string' }, 'run-id': { type: 'string' }, 'start-version': { type: 'string' }, samples: { type: 'string' },
+      'min-reward': { type: 'string' }, epochs: { type: 'string' }, batch: { type: 'string' }, lr: { type: 'string' },
+      'max-turns': { type: 'string' }, 'max-new-tokens': { type: 'string' }, json: { type: 'boolean' },
+    });
+    if (!values.dataset) throw new UsageError('--dataset FILE is required (JSONL of {"id","question","answers","goldTurns"})');
+    if (!fs.existsSync(values.dataset)) throw new UsageError(`--dataset: "${values.dataset}" does not exist`);
+    const source = values.source ?? 'gold';
+    if (source !== 'gold' && source !== 'samples') throw new UsageError(`--source expects gold or samples, got "${values.source}"`);
+    const learningRate = values.lr === undefined ? 1e-4 : Number(values.lr);
+    if (!(learningRate > 0 && learningRate < 1)) throw new UsageError(`--lr expects a number between 0 and 1, got "${values.lr}"`);
+    const minReward = values['min-reward'] === undefined ? 1 : Number(values['min-reward']);
+    if (!Number.isFinite(minReward)) throw new UsageError(`--min-reward expects a number, got "${values['min-reward']}"`);
+    const text = fs.readFileSync(values.dataset, 'utf8');
+    let rows;
+    try {
+      rows = parseQuestions(text, path.basename(values.dataset));
+    } catch (error) {
+      throw new UsageError(`--dataset: ${(error as Error).message}`);
+    }
+    const withGold = rows.filter((row) => row.goldTurns?.length).length;
+    if (source === 'gold' && withGold === 0) throw new UsageError('--dataset: no row has "goldTurns"; add gold solution paths or use --source samples');
+    const samples = integerFlag(values.samples, 'samples', 4, 1, 256);
+    const settings = config();
+    await stackUp(settings, { workers: true });
+    const pool = createPool(settings.postgres.url, 2);
+    const blobs = createS3BlobStore(settings);
+    try {
+      const latest = await createPgPolicyVersionStore(pool).latest();
+      if (!latest) throw new UsageError('no policy version is registered yet; run `longhaul model prepare` first');
+      const startVersion = integerFlag(values['start-version'], 'start-version', latest.version, 0, 1_000_000_000);
+      const runId = values['run-id'] ?? `sft-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+      const datasetKey = `datasets/${runId}/questions.jsonl`;
+      await blobs.put(datasetKey, text, 'application/x-ndjson');
+      const client = await connectClient(settings, blobs);
+      const workflowId = `warm-start-${runId}`;
+      const handle = await client.workflow.start(warmStartWorkflowType, {
+        taskQueue: taskQueueName('agent', settings.taskQueuePrefix), workflowId, staticSummary: `warm start ${runId} (${source})`,
+        args: [{
+          runId, datasetKey, startVersion, settings: { source, samplesPerQuestion: samples, minReward },
+          trajectory: {
+            limits: { maxTurns: integerFlag(values['max-turns'], 'max-turns', 10, 1, 100_000), maxNewTokensPerTurn: integerFlag(values['max-new-tokens'], 'max-new-tokens', 128, 1, 65_536) },
+            ...(source === 'samples' ? { options: { temperature: 1 } } : {}),
+          },
+          hyperparameters: { learningRate, epochs: integerFlag(values.epochs, 'epochs', 3, 1, 1000), batchSize: integerFlag(values.batch, 'batch', 4, 1, 4096) },
+        }],
+      });
+      if (settings.temporal.embedded) console.error(`warm start ${workflowId} from v${startVersion} · Web UI http://127.0.0.1:${settings.temporal.uiPort}/namespaces/${settings.temporal.namespace}/workflows/${workflowId}`);
+      const result = await followWarmStart(handle, source === 'gold' ? withGold : rows.length * samples);
+      for (const step of result.steps) console.log(`sft step ${step.step} → v${step.version}: ${step.trajectories} trajectories, loss ${String(step.metrics.loss ?? '?')}, ${step.trainSeconds.toFixed(1)} s`);
+      console.log(`${result.kept} of ${result.finished} trajectories kept (mean reward ${result.meanReward.toFixed(3)}) · v${result.startVersion} → v${result.finalVersion}`);
+      if (values.json) console.log(JSON.stringify(result));
+      await client.connection.close();
+      return 0;
+    } finally {
+      await pool.end();
+    }
+  },
+};
