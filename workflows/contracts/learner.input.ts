@@ -40,8 +40,8 @@ export function parseLearnerInput(raw: unknown): NormalizedLearnerInput {
   const input = objectInput(raw, 'learner');
   rejectUnknown(input, ['runId', 'datasetKey', 'settings', 'trajectory', 'hyperparameters', 'startVersion', 'carried']);
   if (input.eta !== undefined) throw new InputError('eta', 'belongs under settings');
-  if (input.trajectory !== undefined) objectInput(input.trajectory, 'trajectory');
-  if (input.hyperparameters !== undefined) objectInput(input.hyperparameters, 'hyperparameters');
+  nestedField(input, 'trajectory', (value) => value);
+  nestedField(input, 'hyperparameters', (value) => value);
   return {
     runId: stringField(input, 'runId', { maxLength: 120 }),
     datasetKey: stringField(input, 'datasetKey', { maxLength: 1000 }),

@@ -24,8 +24,8 @@ function parseSettings(value: Fields): WarmStartSettings {
 export function parseWarmStartInput(raw: unknown): NormalizedWarmStartInput {
   const input = objectInput(raw, 'warmStart');
   rejectUnknown(input, ['runId', 'datasetKey', 'startVersion', 'settings', 'trajectory', 'hyperparameters']);
-  if (input.trajectory !== undefined) objectInput(input.trajectory, 'trajectory');
-  if (input.hyperparameters !== undefined) objectInput(input.hyperparameters, 'hyperparameters');
+  nestedField(input, 'trajectory', (value) => value);
+  nestedField(input, 'hyperparameters', (value) => value);
   return {
     runId: stringField(input, 'runId', { maxLength: 120 }),
     datasetKey: stringField(input, 'datasetKey', { maxLength: 1000 }),
