@@ -45,15 +45,17 @@ RSS of the agent worker process that runs all of their workflows.
 
 export const asyncBenchmark = {
   summary: 'sync vs async learner on identical workloads (latency-model policy and trainer)',
-  usage: `longhaul bench async [--steps N] [--batch N] [--group N] [--eta N] [--max-turns N] [--turn-delay-ms MS] [--step-seconds S] [--json]
+  usage: `longhaul bench async [--steps N] [--batch N] [--group N] [--eta N] [--max-inflight N] [--max-turns N] [--turn-delay-ms MS]
+                    [--step-seconds S] [--json]
 
 The real learner workflow, workers and Temporal; the policy is a latency model (long-tail turn
 counts up to --max-turns, --turn-delay-ms per generation) and trainStep sleeps --step-seconds.
-Runs sync, then async, on the same questions.
+Runs sync, then async, on the same questions. --max-inflight bounds the trajectories generating at
+once in async mode (default 2 × batch; sync always generates one batch at a time).
   --json   last line: {"sync":{"samples_per_hour","trainer_busy",…},"async":{…,"max_staleness"},"speedup","eta"}`,
   async run(args: string[]): Promise<number> {
     const { values } = parseFlags(args, {
-      steps: { type: 'string' }, batch: { type: 'string' }, group: { type: 'string' }, eta: { type: 'string' }, 'max-turns': { type: 'string' },
+      steps: { type: 'string' }, batch: { type: 'string' }, group: { type: 'string' }, eta: { type: 'string' }, 'max-turns': { type: 'string' }, 'max-inflight': { type: 'string' },
       'turn-delay-ms': { type: 'string' }, 'step-seconds': { type: 'string' }, json: { type: 'boolean' },
     });
     const settings = config();
@@ -65,6 +67,7 @@ Runs sync, then async, on the same questions.
       steps, batchSize, groupSize, questions: Math.ceil(((steps + 8) * batchSize) / groupSize), eta: integerFlag(values.eta, 'eta', 4, 0, 1000),
       maxTurns: integerFlag(values['max-turns'], 'max-turns', 200, 1, 10_000), turnDelayMs: integerFlag(values['turn-delay-ms'], 'turn-delay-ms', 50, 0, 60_000),
       stepSeconds: integerFlag(values['step-seconds'], 'step-seconds', 20, 0, 3600),
+      maxInflight: integerFlag(values['max-inflight'], 'max-inflight', 2 * batchSize, groupSize, 100_000),
     };
     const result = await runAsyncBenchmark(settings, options, (line) => console.error(line));
     if (!values.json) {

@@ -16,11 +16,24 @@ import { connectClient } from '../../infra/temporal/connection.js';
 import { taskQueueName } from '../../workflows/contracts/queues.js';
 import { learnerStateQuery, learnerWorkflowType, type LearnerResult, type QuestionRow } from '../../workflows/contracts/learner.contract.js';
 import { trajectoryWorkflowType, type TrajectoryResult } from '../../workflows/contracts/trajectory.contract.js';
+import { warmStartWorkflowType, type WarmStartResult } from '../../workflows/contracts/warm-start.contract.js';
 import { integerFlag, parseFlags } from '../arguments.js';
-import type { Command } from '../command.js';
+import { UsageError, type Command } from '../command.js';
 import { progressBar } from '../progress.js';
+import { followWarmStart } from './warm-start.command.js';
+import { describeProgress, pendingActivityProgress } from '../activity-progress.js';
 
 interface Accuracy { readonly questions: number; readonly em: number; readonly f1: number; readonly answered: number; readonly meanTurns: number }
+
+/** The demo trains the last four of SmolLM2-135M's 30 layers and the final norm: fits 2 CPU cores. */
+const TRAINABLE = { mode: 'freeze', trainPatterns: ['layers\\.(2[6-9])\\.', 'norm\\.weight$'] };
+
+function rateFlag(value: string | undefined, flag: string, fallback: number): number {
+  if (value === undefined) return fallback;
+  const rate = Number(value);
+  if (!(rate > 0 && rate < 1)) throw new UsageError(`--${flag} expects a number between 0 and 1, got "${value}"`);
+  return rate;
+}
 
 const TRAJECTORY = (maxTurns: number, maxNewTokens: number) => ({ limits: { maxTurns, maxNewTokensPerTurn: maxNewTokens, maxRepeats: 2 }, options: { maxObservationChars: 600 } });
 
@@ -59,25 +72,34 @@ async function restartInference(version: number): Promise<void> {
 
 export const demoCommand: Command = {
   name: 'demo',
-  summary: 'the main job: corpus, SmolLM2-135M evaluation, async RL, evaluation again, report',
+  summary: 'the main job: corpus, SmolLM2-135M evaluation, warm start, async RL, evaluation again, report',
   usage: `longhaul demo [--train-questions N] [--eval-questions N] [--steps N] [--batch N] [--group N]
               [--max-turns N] [--max-new-tokens N] [--lr X]
+              [--no-warm-start] [--sft-questions N] [--sft-epochs N] [--sft-lr X] [--from-version N]
 
 From nothing, on a 2-core machine with no GPU: starts the stack, builds the default corpus and its
 knowledge base, prepares SmolLM2-135M-Instruct as policy version 0 (or continues from the latest
-version), makes a grounded question set (capitals, each stated by a corpus document), evaluates the
-policy on held-out questions, runs async RL (the learner workflow with trajectory children and
-trainStep on the gpu-train queue), evaluates again, and writes a report to LONGHAUL_HOME/reports/.
-Every step is a durable workflow: watch them in the Web UI. Flags scale it up on a GPU.
+version), makes a grounded question set (capitals, each stated by a corpus document, with a gold
+search-then-answer path), evaluates the policy on held-out questions, warm-starts it (the warmStart
+workflow: gold paths replayed through the real agent loop, kept when the reward confirms them,
+sftStep on the gpu-train queue) and evaluates again, runs async RL (the learner workflow with
+trajectory children and trainStep), evaluates a last time, and writes a report to
+LONGHAUL_HOME/reports/. Every step is a durable workflow: watch them in the Web UI. Flags scale it
+up on a GPU.
 
   --train-questions N  questions for RL (default 8)       --eval-questions N  held-out questions (default 6)
   --steps N            training steps (default 2)          --batch N           trajectories per step (default 8)
   --group N            samples per question (default 4)    --max-turns N       turns per trajectory (default 3)
-  --max-new-tokens N   tokens per generation (default 48)  --lr X              learning rate (default 2e-5)`,
+  --max-new-tokens N   tokens per generation (default 48)  --lr X              RL learning rate (default 2e-5)
+  --no-warm-start      skip the supervised warm start      --sft-questions N   gold paths (default 16)
+  --sft-epochs N       passes over them (default 3)        --sft-lr X          SFT learning rate (default 1e-4)
+  --from-version N     policy version to start from (default: the latest registered; 0 = the base model)`,
   async run(args) {
     const { values } = parseFlags(args, {
       'train-questions': { type: 'string' }, 'eval-questions': { type: 'string' }, steps: { type: 'string' }, batch: { type: 'string' },
       group: { type: 'string' }, 'max-turns': { type: 'string' }, 'max-new-tokens': { type: 'string' }, lr: { type: 'string' },
+      'no-warm-start': { type: 'boolean' }, 'sft-questions': { type: 'string' }, 'sft-epochs': { type: 'string' }, 'sft-lr': { type: 'string' },
+      'from-version': { type: 'string' },
     });
     const trainCount = integerFlag(values['train-questions'], 'train-questions', 8, 1, 100_000);
     const evalCount = integerFlag(values['eval-questions'], 'eval-questions', 6, 1, 100_000);
@@ -86,50 +108,81 @@ Every step is a durable workflow: watch them in the Web UI. Flags scale it up on
     const groupSize = integerFlag(values.group, 'group', 4, 2, 256);
     const maxTurns = integerFlag(values['max-turns'], 'max-turns', 3, 1, 1000);
     const maxNewTokens = integerFlag(values['max-new-tokens'], 'max-new-tokens', 48, 8, 65_536);
-    const learningRate = values.lr === undefined ? 2e-5 : Number(values.lr);
+    const learningRate = rateFlag(values.lr, 'lr', 2e-5);
+    const warm = !values['no-warm-start'];
+    const sftCount = integerFlag(values['sft-questions'], 'sft-questions', 16, 1, 100_000);
+    const sftEpochs = integerFlag(values['sft-epochs'], 'sft-epochs', 3, 1, 1000);
+    const sftLearningRate = rateFlag(values['sft-lr'], 'sft-lr', 1e-4);
     const startedAt = Date.now();
     const phase = (name: string) => console.error(`\n▶ ${name} (${((Date.now() - startedAt) / 1000).toFixed(0)} s)`);
     const settings = config();
 
-    phase('1/7 starting the stack');
+    phase('1/8 starting the stack');
     await stackUp(settings, { workers: false, onStarted: (name, seconds) => console.error(`  ✓ ${name}${seconds >= 0.05 ? ` (${seconds.toFixed(1)} s)` : ''}`) });
     const webUi = settings.temporal.embedded ? `http://127.0.0.1:${settings.temporal.uiPort}/namespaces/${settings.temporal.namespace}/workflows` : null;
     if (webUi) console.error(`  Web UI: ${webUi}`);
     const pool = createPool(settings.postgres.url, 4);
     const blobs = createS3BlobStore(settings);
     try {
-      phase('2/7 building the default corpus and knowledge base');
+      phase('2/8 building the default corpus and knowledge base');
       const corpus = await buildDefaultCorpus(pool, { toolsDir: settings.toolsDir, onProgress: (message) => console.error(`  ${message}`) });
 
-      phase('3/7 preparing SmolLM2-135M-Instruct as the local policy');
+      phase('3/8 preparing SmolLM2-135M-Instruct as the local policy');
       const versions = createPgPolicyVersionStore(pool);
       if (!(await versions.latest())) await runChild(['model', 'prepare']);
-      const startVersion = (await versions.latest())!.version;
+      const latest = (await versions.latest())!.version;
+      const startVersion = integerFlag(values['from-version'], 'from-version', latest, 0, latest);
+      if (!(await versions.get(startVersion))) throw new UsageError(`--from-version: policy version ${startVersion} is not registered (latest is ${latest})`);
       console.error(`  starting from policy version ${startVersion}`);
       await restartInference(startVersion);
       await stackUp(settings, { workers: true });
 
-      phase('4/7 making a grounded question set');
-      const { train, heldOut } = await capitalQuestions(pool, trainCount, evalCount);
+      phase('4/8 making a grounded question set');
+      const { train, heldOut } = await capitalQuestions(pool, Math.max(trainCount, warm ? sftCount : 0), evalCount);
       const runId = `demo-${new Date().toISOString().replace(/[:.]/g, '-')}`;
       const datasetKey = `datasets/${runId}/train.jsonl`;
-      await blobs.put(datasetKey, train.map((row) => JSON.stringify(row)).join('\n'));
+      await blobs.put(datasetKey, train.slice(0, trainCount).map((row) => JSON.stringify(row)).join('\n'));
       console.error(`  ${train.length} training and ${heldOut.length} held-out questions, e.g. "${train[0]!.question}" → ${train[0]!.answers[0]}`);
 
       const client = await connectClient(settings, blobs);
       const taskQueue = taskQueueName('agent', settings.taskQueuePrefix);
-      phase('5/7 evaluating the policy before RL');
+      phase('5/8 evaluating the base policy');
       const before = await evaluate(client, 'eval-before', heldOut, taskQueue, runId, maxTurns, maxNewTokens);
       console.error(`  EM ${before.em.toFixed(3)} · F1 ${before.f1.toFixed(3)} · answered ${before.answered}/${before.questions}`);
 
-      phase(`6/7 async RL: ${steps} steps of ${batchSize} trajectories (G=${groupSize})`);
+      let warmStart: { result: WarmStartResult; accuracy: Accuracy } | null = null;
+      let rlStartVersion = startVersion;
+      if (warm) {
+        phase(`6/8 warm start: SFT on ${sftCount} gold search-then-answer paths, then evaluation`);
+        const sftKey = `datasets/${runId}/warm-start.jsonl`;
+        await blobs.put(sftKey, train.slice(0, sftCount).map((row) => JSON.stringify(row)).join('\n'));
+        const sftHandle = await client.workflow.start(warmStartWorkflowType, {
+          taskQueue, workflowId: `warm-start-${runId}`, staticSummary: `demo warm start ${runId}`,
+          args: [{
+            runId: `${runId}-sft`, datasetKey: sftKey, startVersion, settings: { source: 'gold', minReward: 1, concurrency: 4 },
+            trajectory: { ...TRAJECTORY(maxTurns, maxNewTokens), rewardMetric: 'em' },
+            hyperparameters: { learningRate: sftLearningRate, epochs: sftEpochs, batchSize: 4, microBatchSize: 2, trainable: TRAINABLE },
+          }],
+        });
+        const result = await followWarmStart(client, sftHandle, sftCount);
+        console.error(`  ${result.kept}/${result.finished} gold paths confirmed by the reward · v${result.startVersion} → v${result.finalVersion}`);
+        rlStartVersion = result.finalVersion;
+        await restartInference(rlStartVersion);
+        const accuracy = await evaluate(client, 'eval-warm', heldOut, taskQueue, runId, maxTurns, maxNewTokens);
+        console.error(`  EM ${accuracy.em.toFixed(3)} · F1 ${accuracy.f1.toFixed(3)} · answered ${accuracy.answered}/${accuracy.questions}`);
+        warmStart = { result, accuracy };
+      } else {
+        phase('6/8 warm start skipped (--no-warm-start)');
+      }
+
+      phase(`7/8 async RL: ${steps} steps of ${batchSize} trajectories (G=${groupSize})`);
       const handle = await client.workflow.start(learnerWorkflowType, {
         taskQueue, workflowId: `learner-${runId}`, staticSummary: `demo learner ${runId}`,
         args: [{
-          runId, datasetKey, startVersion,
+          runId, datasetKey, startVersion: rlStartVersion,
           settings: { mode: 'async', maxSteps: steps, batchSize, groupSize, eta: 4, maxInflight: 2 * batchSize, dropEqualRewardGroups: false, interruptOnPublish: false },
           trajectory: TRAJECTORY(maxTurns, maxNewTokens),
-          hyperparameters: { learningRate, microBatchSize: 2, trainable: { mode: 'freeze', trainPatterns: ['layers\\.(2[6-9])\\.', 'norm\\.weight$'] } },
+          hyperparameters: { learningRate, microBatchSize: 2, trainable: TRAINABLE },
         }],
       });
       const bar = progressBar('training steps', steps);
@@ -138,13 +191,14 @@ Every step is a durable workflow: watch them in the Web UI. Flags scale it up on
       void handle.result().then((result) => { learned = result as LearnerResult; }, (error: unknown) => { failure = error ?? new Error('learner failed'); });
       while (!learned && !failure) {
         const state = await handle.query(learnerStateQuery).catch(() => undefined);
-        if (state) bar.update(state.step, `v${state.version} · ${state.inflight} in flight · ${state.ready} ready${state.training ? ' · training' : ''}`);
+        const engine = state?.training ? describeProgress(await pendingActivityProgress(client, handle, 'trainStep')) : '';
+        if (state) bar.update(state.step, `v${state.version} · ${state.inflight} in flight · ${state.ready} ready${state.training ? ` · training${engine ? ` (${engine})` : ''}` : ''}`);
         await sleep(2000);
       }
       if (failure) throw failure;
       bar.finish(`v${learned!.finalVersion}`);
 
-      phase('7/7 evaluating the trained policy');
+      phase('8/8 evaluating the trained policy');
       await restartInference(learned!.finalVersion);
       const after = await evaluate(client, 'eval-after', heldOut, taskQueue, runId, maxTurns, maxNewTokens);
       await client.connection.close();
@@ -152,10 +206,11 @@ Every step is a durable workflow: watch them in the Web UI. Flags scale it up on
       const report = {
         runId, seconds: Math.round((Date.now() - startedAt) / 1000), webUi,
         corpus: { sources: corpus.sources.map((source) => ({ source: source.source, documents: source.documents, relations: source.relations })), skipped: corpus.skipped },
-        policy: { startVersion, finalVersion: learned!.finalVersion },
-        accuracy: { before, after },
+        policy: { startVersion, warmStartVersion: warmStart?.result.finalVersion ?? null, finalVersion: learned!.finalVersion },
+        accuracy: { before, afterWarmStart: warmStart?.accuracy ?? null, after },
+        warmStart: warmStart ? { kept: warmStart.result.kept, finished: warmStart.result.finished, steps: warmStart.result.steps, wallSeconds: warmStart.result.wallSeconds } : null,
         learning: { steps: learned!.steps, history: learned!.history, samplesPerHour: learned!.samplesPerHour, trainerBusy: learned!.trainerBusy, maxStaleness: learned!.maxStaleness, consumed: learned!.consumed, dropped: learned!.dropped },
-        settings: { trainCount, evalCount, steps, batchSize, groupSize, maxTurns, maxNewTokens, learningRate },
+        settings: { trainCount, evalCount, steps, batchSize, groupSize, maxTurns, maxNewTokens, learningRate, warmStart: warm, sftCount, sftEpochs, sftLearningRate },
       };
       const reportDir = path.join(settings.home, 'reports');
       fs.mkdirSync(reportDir, { recursive: true });
@@ -163,7 +218,10 @@ Every step is a durable workflow: watch them in the Web UI. Flags scale it up on
       fs.writeFileSync(reportPath, JSON.stringify(report, null, 2));
       console.log(`\nLonghaul demo ${runId} — ${report.seconds} s`);
       console.log(`reward curve (mean training reward per version): ${learned!.history.map((stats) => `v${stats.version} ${stats.meanReward.toFixed(3)}`).join(' → ') || '(no step)'}`);
-      console.log(`held-out EM ${before.em.toFixed(3)} → ${after.em.toFixed(3)}, F1 ${before.f1.toFixed(3)} → ${after.f1.toFixed(3)} (${heldOut.length} questions)`);
+      const stages = [['base', before], ...(warmStart ? [['warm start', warmStart.accuracy]] : []), ['RL', after]] as [string, Accuracy][];
+      console.log(`held-out EM ${stages.map(([name, accuracy]) => `${name} ${accuracy.em.toFixed(3)}`).join(' → ')} · F1 ${stages.map(([name, accuracy]) => `${name} ${accuracy.f1.toFixed(3)}`).join(' → ')} (${heldOut.length} questions)`);
+      console.log(`answered with <answer>: ${stages.map(([name, accuracy]) => `${name} ${accuracy.answered}/${accuracy.questions}`).join(' → ')}`);
+      if (warmStart) console.log(`warm start: ${warmStart.result.kept}/${warmStart.result.finished} gold paths kept, SFT loss ${String((warmStart.result.steps[0]?.metrics as { losses?: number[] } | undefined)?.losses?.map((loss) => loss.toFixed(3)).join(' → ') ?? '-')}`);
       console.log(`max staleness ${learned!.maxStaleness} versions · trainer busy ${(learned!.trainerBusy * 100).toFixed(0)} % · ${learned!.samplesPerHour.toFixed(0)} samples/h`);
       console.log(`report: ${reportPath}`);
       return 0;

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { WorkflowHandle } from '@temporalio/client';
+import type { Client, WorkflowHandle } from '@temporalio/client';
 import { config } from '../../infra/config.js';
 import { createS3BlobStore } from '../../infra/blob/blob-store.s3.js';
 import { createPool } from '../../infra/postgres/database.js';
@@ -14,26 +14,34 @@ import { warmStartStateQuery, warmStartWorkflowType, type WarmStartResult } from
 import { integerFlag, parseFlags } from '../arguments.js';
 import { UsageError, type Command } from '../command.js';
 import { progressBar } from '../progress.js';
+import { describeProgress, pendingActivityProgress } from '../activity-progress.js';
 
-/** Follow a warm-start run with two progress bars (trajectories, then training) until it ends. */
-export async function followWarmStart(handle: WorkflowHandle, expectedTrajectories: number): Promise<WarmStartResult> {
+/** Follow a warm-start run with progress bars (trajectories, then the engine's updates) until it ends. */
+export async function followWarmStart(client: Client, handle: WorkflowHandle, expectedTrajectories: number): Promise<WarmStartResult> {
   let finished: WarmStartResult | undefined;
   let failure: unknown;
   void handle.result().then((result) => { finished = result as WarmStartResult; }, (error: unknown) => { failure = error ?? new Error('warm start failed'); });
   const collecting = progressBar('warm-start trajectories', Math.max(1, expectedTrajectories));
-  let training: ReturnType<typeof progressBar> | undefined;
+  let collected = false;
+  let training: { bar: ReturnType<typeof progressBar>; total: number } | undefined;
   while (!finished && !failure) {
     const state = await handle.query(warmStartStateQuery).catch(() => undefined);
     if (state?.phase === 'collecting') collecting.update(state.finished, `${state.kept} kept · ${state.started - state.finished} in flight`);
-    if (state && state.phase !== 'collecting' && !training) {
+    if (state && state.phase !== 'collecting' && !collected) {
       collecting.finish(`${state.kept}/${state.finished} kept`);
-      training = progressBar('warm-start sft', 1);
+      collected = true;
+    }
+    if (state?.phase === 'training') {
+      const progress = await pendingActivityProgress(client, handle, 'sftStep');
+      const total = progress?.of ?? 1;
+      if (training?.total !== total) training = { bar: progressBar('warm-start sft updates', total), total };
+      training.bar.update(progress?.step ?? 0, describeProgress(progress));
     }
     await sleep(1000);
   }
   if (failure) throw failure;
-  if (!training) collecting.finish(`${finished!.kept}/${finished!.finished} kept`);
-  training?.finish(`v${finished!.finalVersion}`);
+  if (!collected) collecting.finish(`${finished!.kept}/${finished!.finished} kept`);
+  training?.bar.finish(`v${finished!.finalVersion}`);
   return finished!;
 }
 
@@ -103,7 +111,7 @@ queue, publishing one new policy version. Survives any crash; watch it in the We
         }],
       });
       if (settings.temporal.embedded) console.error(`warm start ${workflowId} from v${startVersion} · Web UI http://127.0.0.1:${settings.temporal.uiPort}/namespaces/${settings.temporal.namespace}/workflows/${workflowId}`);
-      const result = await followWarmStart(handle, source === 'gold' ? withGold : rows.length * samples);
+      const result = await followWarmStart(client, handle, source === 'gold' ? withGold : rows.length * samples);
       for (const step of result.steps) console.log(`sft step ${step.step} → v${step.version}: ${step.trajectories} trajectories, loss ${String(step.metrics.loss ?? '?')}, ${step.trainSeconds.toFixed(1)} s`);
       console.log(`${result.kept} of ${result.finished} trajectories kept (mean reward ${result.meanReward.toFixed(3)}) · v${result.startVersion} → v${result.finalVersion}`);
       if (values.json) console.log(JSON.stringify(result));

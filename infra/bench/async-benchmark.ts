@@ -27,6 +27,8 @@ export interface AsyncBenchmarkOptions {
   readonly maxTurns: number;
   readonly turnDelayMs: number;
   readonly stepSeconds: number;
+  /** Trajectories generating at once in async mode. */
+  readonly maxInflight: number;
 }
 
 /**
@@ -71,7 +73,7 @@ async function runMode(config: Config, mode: LearnerMode, options: AsyncBenchmar
       taskQueue: taskQueueName('agent', prefix), workflowId: `${prefix}learner`,
       args: [{
         runId: `${prefix}run`, datasetKey,
-        settings: { mode, groupSize: options.groupSize, batchSize: options.batchSize, maxSteps: options.steps, eta: options.eta, maxInflight: options.batchSize * 2, dropEqualRewardGroups: false, interruptOnPublish: false },
+        settings: { mode, groupSize: options.groupSize, batchSize: options.batchSize, maxSteps: options.steps, eta: options.eta, maxInflight: options.maxInflight, dropEqualRewardGroups: false, interruptOnPublish: false },
         trajectory: { limits: { maxTurns: options.maxTurns, maxRepeats: 0 } },
       }],
     })) as LearnerResult;
