@@ -10,6 +10,7 @@ import { capitalQuestions } from '../../infra/demo/questions.js';
 import { repoRoot } from '../../infra/paths.js';
 import { createPool } from '../../infra/postgres/database.js';
 import { createPgPolicyVersionStore } from '../../infra/postgres/policy-version-store.pg.js';
+import { runStartVersion } from '../../gpu/infer/policy-store.js';
 import { stackUp } from '../../infra/services/stack.js';
 import { workerService } from '../../infra/services/workers.service.js';
 import { connectClient } from '../../infra/temporal/connection.js';
@@ -131,9 +132,9 @@ up on a GPU.
       const versions = createPgPolicyVersionStore(pool);
       if (!(await versions.latest())) await runChild(['model', 'prepare']);
       const latest = (await versions.latest())!.version;
-      const startVersion = integerFlag(values['from-version'], 'from-version', latest, 0, latest);
-      if (!(await versions.get(startVersion))) throw new UsageError(`--from-version: policy version ${startVersion} is not registered (latest is ${latest})`);
-      console.error(`  starting from policy version ${startVersion}`);
+      const requested = integerFlag(values['from-version'], 'from-version', latest, 0, latest);
+      const { version: startVersion, forkedFrom } = await runStartVersion(versions, requested).catch((error: unknown) => { throw new UsageError(`--from-version: ${(error as Error).message}`); });
+      console.error(`  starting from policy version ${startVersion}${forkedFrom !== null ? ` (registered as a fork of v${forkedFrom}: versions only grow)` : ''}`);
       await restartInference(startVersion);
       await stackUp(settings, { workers: true });
 

@@ -4,6 +4,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { config } from '../../infra/config.js';
 import { createS3BlobStore } from '../../infra/blob/blob-store.s3.js';
 import { stackUp } from '../../infra/services/stack.js';
+import { createPool } from '../../infra/postgres/database.js';
+import { createPgPolicyVersionStore } from '../../infra/postgres/policy-version-store.pg.js';
+import { runStartVersion } from '../../gpu/infer/policy-store.js';
 import { connectClient } from '../../infra/temporal/connection.js';
 import { parseQuestions } from '../../activities/learner.activities.js';
 import { taskQueueName } from '../../workflows/contracts/queues.js';
@@ -16,7 +19,8 @@ export const trainCommand: Command = {
   name: 'train',
   summary: 'run the RL learner (async by default) on a question set, with live progress',
   usage: `longhaul train --dataset FILE [--run-id ID] [--mode async|sync] [--steps N] [--batch N] [--group N] [--eta N]
-               [--max-inflight N] [--max-turns N] [--max-new-tokens N] [--lr X] [--keep-equal-groups] [--json]
+               [--max-inflight N] [--max-turns N] [--max-new-tokens N] [--lr X] [--keep-equal-groups]
+               [--start-version N] [--json]
 
 FILE is JSONL of {"id","question","answers":[…]}. The learner keeps trajectories streaming while
 training steps run on the gpu-train queue; it survives any worker or server crash. Watch it in the
@@ -26,12 +30,15 @@ Web UI (search attribute LonghaulRunId) or with \`longhaul temporal workflow que
   --steps N           training steps (default 10)      --batch N   trajectories per step (default 16)
   --group N           samples per question (default 4) --eta N     max staleness in versions (default 4)
   --max-turns N       turns per trajectory (default 10) --lr X      learning rate (default 1e-5)
-  --keep-equal-groups keep groups whose rewards are all equal (dropped by default)`,
+  --keep-equal-groups keep groups whose rewards are all equal (dropped by default)
+  --start-version N   policy version to train (default: the latest; an older one is registered again
+                      as latest + 1, since every step publishes base + 1)`,
   async run(args) {
     const { values } = parseFlags(args, {
       dataset: { type: 'string' }, 'run-id': { type: 'string' }, mode: { type: 'string' }, steps: { type: 'string' }, batch: { type: 'string' },
       group: { type: 'string' }, eta: { type: 'string' }, 'max-inflight': { type: 'string' }, 'max-turns': { type: 'string' },
       'max-new-tokens': { type: 'string' }, lr: { type: 'string' }, 'keep-equal-groups': { type: 'boolean' }, json: { type: 'boolean' },
+      'start-version': { type: 'string' },
     });
     if (!values.dataset) throw new UsageError('--dataset FILE is required (JSONL of {"id","question","answers"})');
     if (!fs.existsSync(values.dataset)) throw new UsageError(`--dataset: "${values.dataset}" does not exist`);
@@ -52,11 +59,17 @@ Web UI (search attribute LonghaulRunId) or with \`longhaul temporal workflow que
     const runId = values['run-id'] ?? `run-${new Date().toISOString().replace(/[:.]/g, '-')}`;
     const datasetKey = `datasets/${runId}/questions.jsonl`;
     await blobs.put(datasetKey, text, 'application/x-ndjson');
+    const pool = createPool(settings.postgres.url, 2);
+    const requested = values['start-version'] === undefined ? undefined : integerFlag(values['start-version'], 'start-version', 0, 0, 1_000_000_000);
+    const { version: startVersion, forkedFrom } = await runStartVersion(createPgPolicyVersionStore(pool), requested)
+      .catch((error: unknown) => { throw new UsageError(`--start-version: ${(error as Error).message}`); })
+      .finally(() => pool.end());
+    if (forkedFrom !== null) console.error(`v${forkedFrom} registered again as v${startVersion} to start from (versions only grow)`);
     const client = await connectClient(settings, blobs);
     const handle = await client.workflow.start(learnerWorkflowType, {
       taskQueue: taskQueueName('agent', settings.taskQueuePrefix), workflowId: `learner-${runId}`, staticSummary: `learner ${runId}`,
       args: [{
-        runId, datasetKey,
+        runId, datasetKey, startVersion,
         settings: {
           mode: values.mode ?? 'async', maxSteps: steps, batchSize, groupSize: integerFlag(values.group, 'group', 4, 1, 256),
           eta: integerFlag(values.eta, 'eta', 4, 0, 1000), maxInflight: integerFlag(values['max-inflight'], 'max-inflight', 2 * batchSize, 1, 100_000),

@@ -6,6 +6,7 @@ import { config } from '../../infra/config.js';
 import { createS3BlobStore } from '../../infra/blob/blob-store.s3.js';
 import { createPool } from '../../infra/postgres/database.js';
 import { createPgPolicyVersionStore } from '../../infra/postgres/policy-version-store.pg.js';
+import { runStartVersion } from '../../gpu/infer/policy-store.js';
 import { stackUp } from '../../infra/services/stack.js';
 import { connectClient } from '../../infra/temporal/connection.js';
 import { parseQuestions } from '../../activities/learner.activities.js';
@@ -57,7 +58,8 @@ reward) with teacher forcing; --source samples runs N sampled trajectories per q
 only trajectories with reward ≥ --min-reward are kept, and sftStep trains on them on the gpu-train
 queue, publishing one new policy version. Survives any crash; watch it in the Web UI.
 
-  --start-version N  policy version to fine-tune (default: the latest registered)
+  --start-version N  policy version to fine-tune (default: the latest; an older one is registered
+                     again as latest + 1, since every step publishes base + 1)
   --samples N        trajectories per question with --source samples (default 4)
   --min-reward X     keep threshold (default 1)   --epochs N   passes over the kept data (default 3)
   --batch N          trajectories per optimizer step (default 4)    --lr X   learning rate (default 1e-4)
@@ -91,9 +93,10 @@ queue, publishing one new policy version. Survives any crash; watch it in the We
     const pool = createPool(settings.postgres.url, 2);
     const blobs = createS3BlobStore(settings);
     try {
-      const latest = await createPgPolicyVersionStore(pool).latest();
-      if (!latest) throw new UsageError('no policy version is registered yet; run `longhaul model prepare` first');
-      const startVersion = integerFlag(values['start-version'], 'start-version', latest.version, 0, 1_000_000_000);
+      const requested = values['start-version'] === undefined ? undefined : integerFlag(values['start-version'], 'start-version', 0, 0, 1_000_000_000);
+      const { version: startVersion, forkedFrom } = await runStartVersion(createPgPolicyVersionStore(pool), requested)
+        .catch((error: unknown) => { throw new UsageError(`--start-version: ${(error as Error).message}`); });
+      if (forkedFrom !== null) console.error(`v${forkedFrom} registered again as v${startVersion} to start from (versions only grow)`);
       const runId = values['run-id'] ?? `sft-${new Date().toISOString().replace(/[:.]/g, '-')}`;
       const datasetKey = `datasets/${runId}/questions.jsonl`;
       await blobs.put(datasetKey, text, 'application/x-ndjson');

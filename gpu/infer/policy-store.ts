@@ -95,3 +95,23 @@ export async function materializePolicyVersion(options: MaterializeOptions): Pro
   fs.renameSync(staging, dir);
   return { dir, row };
 }
+
+/**
+ * The version a new run starts from. Versions are global and each training step publishes base + 1,
+ * so a run starts from the latest version; asked to start from an older one, this registers latest + 1
+ * as a fork of it (same blob files, nothing copied; manifest.forkedFrom) and returns that.
+ */
+export async function runStartVersion(versions: PolicyVersionStore, requested?: number): Promise<{ version: number; forkedFrom: number | null }> {
+  for (;;) {
+    const latest = await versions.latest();
+    if (!latest) throw new PolicyVersionError('no policy version is registered yet; run `longhaul model prepare` first');
+    if (requested === undefined || requested === latest.version) return { version: latest.version, forkedFrom: null };
+    const base = await versions.get(requested);
+    if (!base) throw new PolicyVersionError(`policy version ${requested} is not registered (the latest is ${latest.version})`);
+    const manifest = Object.fromEntries(Object.entries(base.manifest).filter(([key]) => key !== 'training')); // a fork is no training output
+    const row: PolicyVersionRow = {
+      version: latest.version + 1, name: base.name, blobPrefix: base.blobPrefix, files: base.files, manifest: { ...manifest, forkedFrom: requested }, parentVersion: requested,
+    };
+    if ((await versions.register(row)).inserted) return { version: row.version, forkedFrom: requested };
+  }
+}

@@ -1,0 +1,48 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { PolicyVersionRow, PolicyVersionStore } from '../../activities/ports/policy-version-store.port.js';
+import { PolicyVersionError, runStartVersion } from './policy-store.js';
+
+/** The registry's contract in memory (insert once, highest is latest); Postgres is covered by policy.test. */
+function memoryStore(rows: PolicyVersionRow[]): PolicyVersionStore & { rows: PolicyVersionRow[] } {
+  return {
+    rows,
+    async register(row) {
+      if (rows.some((existing) => existing.version === row.version)) return { inserted: false };
+      rows.push(row);
+      return { inserted: true };
+    },
+    async get(version) { return rows.find((row) => row.version === version); },
+    async latest() { return [...rows].sort((a, b) => b.version - a.version)[0]; },
+  };
+}
+
+const row = (version: number, parentVersion: number | null, training?: object): PolicyVersionRow => ({
+  version, name: 'm', blobPrefix: `policies/v${version}/`, files: [{ name: 'model.onnx', bytes: 1, sha256: String(version) }],
+  manifest: { name: 'm', ...(training ? { training } : {}) }, parentVersion,
+});
+
+test('a run starts from the latest version, or from a fork of an older one registered as latest + 1', async () => {
+  const store = memoryStore([row(0, null), row(1, 0, { runId: 'r', step: 0, kind: 'rl' }), row(2, 1, { runId: 'r', step: 1, kind: 'rl' })]);
+  assert.deepEqual(await runStartVersion(store), { version: 2, forkedFrom: null });
+  assert.deepEqual(await runStartVersion(store, 2), { version: 2, forkedFrom: null });
+  assert.deepEqual(await runStartVersion(store, 1), { version: 3, forkedFrom: 1 });
+  const fork = (await store.get(3))!;
+  assert.equal(fork.blobPrefix, 'policies/v1/'); // the same files, nothing copied
+  assert.deepEqual(fork.files, store.rows[1]!.files);
+  assert.equal(fork.parentVersion, 1);
+  assert.deepEqual(fork.manifest, { name: 'm', forkedFrom: 1 }); // not a training output of run r
+  await assert.rejects(runStartVersion(store, 9), (error: unknown) => error instanceof PolicyVersionError && /policy version 9 is not registered \(the latest is 3\)/.test(error.message));
+  await assert.rejects(runStartVersion(memoryStore([])), /no policy version is registered yet; run `longhaul model prepare` first/);
+});
+
+test('a fork that loses a race for its number takes the next one', async () => {
+  const store = memoryStore([row(0, null), row(1, 0)]);
+  const register = store.register.bind(store);
+  let raced = false;
+  store.register = async (candidate) => {
+    if (!raced) { raced = true; await register(row(2, 1)); } // another run published v2 meanwhile
+    return register(candidate);
+  };
+  assert.deepEqual(await runStartVersion(store, 0), { version: 3, forkedFrom: 0 });
+});
