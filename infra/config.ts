@@ -6,6 +6,7 @@
 import path from 'node:path';
 import { z } from 'zod';
 import { repoRoot } from './paths.js';
+import { weightSyncKinds, type WeightSyncKind } from '../activities/ports/weight-sync.port.js';
 
 const port = (fallback: number) =>
   z.coerce.number().int().min(1).max(65535).default(fallback);
@@ -74,6 +75,10 @@ export const environmentSchema = z.object({
   LONGHAUL_OPENAI_API_KEY: z.string().min(1).optional().describe('Bearer token for the OpenAI-compatible server.'),
   LONGHAUL_OPENAI_API: z.enum(['completions', 'chat']).default('completions')
     .describe('Endpoint the `openai` backend uses for plain prompts: /v1/completions or /v1/chat/completions (requests with messages always use chat).'),
+  LONGHAUL_WEIGHT_SYNC: z.enum(weightSyncKinds).default('onnx')
+    .describe('How serving picks up each policy version the learner trains (the `syncWeights` activity on gpu-infer): `onnx` (the gpu-infer worker reloads its model in place), `sglang` (POST /update_weights_from_disk with the version\'s folder), `vllm` (load the version as LoRA adapter `longhaul-v<version>` through /v1/load_lora_adapter; the server needs VLLM_ALLOW_RUNTIME_LORA_UPDATING=True) or `none`.'),
+  LONGHAUL_WEIGHT_SYNC_URL: z.string().url('expected a URL such as http://127.0.0.1:30000').optional()
+    .describe('Base URL (without /v1) of the SGLang or vLLM server that LONGHAUL_WEIGHT_SYNC=sglang or vllm updates; it must be able to read the version folders the gpu-infer worker caches under <home>/models/versions. Default: LONGHAUL_OPENAI_BASE_URL without /v1. Sent LONGHAUL_OPENAI_API_KEY when set.'),
 });
 
 export type Environment = z.infer<typeof environmentSchema>;
@@ -125,6 +130,11 @@ export interface Config {
     readonly executionProvider: 'cpu' | 'cuda';
     readonly threads: number;
     readonly openai: { readonly baseUrl: string | null; readonly model: string; readonly apiKey: string | null; readonly api: 'completions' | 'chat' };
+  };
+  readonly weightSync: {
+    readonly kind: WeightSyncKind;
+    /** Server base URL for sglang/vllm (null: none given, and no OpenAI base URL to derive it from). */
+    readonly url: string | null;
   };
 }
 
@@ -204,6 +214,10 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
         baseUrl: env.LONGHAUL_OPENAI_BASE_URL ?? null, model: env.LONGHAUL_OPENAI_MODEL,
         apiKey: env.LONGHAUL_OPENAI_API_KEY ?? null, api: env.LONGHAUL_OPENAI_API,
       },
+    },
+    weightSync: {
+      kind: env.LONGHAUL_WEIGHT_SYNC,
+      url: env.LONGHAUL_WEIGHT_SYNC_URL ?? env.LONGHAUL_OPENAI_BASE_URL?.replace(/\/v1\/?$/, '') ?? null,
     },
   };
   return deepFreeze(config);

@@ -8,6 +8,9 @@ import { createGenerateTurnActivities, createTurnToolActivities } from '../activ
 import { createFinishActivities } from '../activities/agent/finish.activities.js';
 import type { BlobStore } from '../activities/ports/blob-store.port.js';
 import type { PolicyBackend } from '../activities/ports/policy.port.js';
+import type { WeightSync } from '../activities/ports/weight-sync.port.js';
+import { createWeightSyncActivities } from '../activities/weight-sync.activities.js';
+import { noWeightSync } from '../infra/inference/weight-sync.js';
 import type { Config } from '../infra/config.js';
 import { createPgTrajectoryStore } from '../infra/postgres/trajectory-store.pg.js';
 import { connectWorker, dataConverter } from '../infra/temporal/connection.js';
@@ -28,6 +31,8 @@ export interface InProcessAgentOptions {
   readonly maxConcurrentActivities?: number;
   /** More activities per queue (e.g. learner and buffer activities, a simulated trainStep). */
   readonly extraActivities?: Partial<Record<QueueRole, object>>;
+  /** What `syncWeights` (gpu-infer) runs after each learner step. @default none: the caller drives `backend`'s version */
+  readonly weightSync?: WeightSync;
 }
 
 export interface InProcessAgent {
@@ -40,7 +45,7 @@ export async function createInProcessAgent(options: InProcessAgentOptions): Prom
   const connection = await connectWorker(config);
   const activitiesOf: Partial<Record<QueueRole, object>> = {
     agent: createFinishActivities({ blobs, trajectories: createPgTrajectoryStore(pool) }),
-    'gpu-infer': createGenerateTurnActivities({ blobs, backend }),
+    'gpu-infer': { ...createGenerateTurnActivities({ blobs, backend }), ...createWeightSyncActivities({ weightSync: options.weightSync ?? noWeightSync() }) },
     tools: createTurnToolActivities({ blobs, tools }),
   };
   const workers = await Promise.all(roles.map((role) => Worker.create({

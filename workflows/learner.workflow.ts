@@ -6,13 +6,14 @@
  * continue-as-new; finished trajectories live in the Postgres buffer.
  */
 import {
-  ParentClosePolicy, condition, continueAsNew, getExternalWorkflowHandle, proxyActivities, setHandler,
+  ParentClosePolicy, condition, continueAsNew, getExternalWorkflowHandle, patched, proxyActivities, setHandler,
   startChild, upsertSearchAttributes, workflowInfo, allHandlersFinished,
 } from '@temporalio/workflow';
 import { nonRetryableErrorTypes } from './contracts/errors.js';
 import {
   learnerStateQuery, pauseUpdate, resumeUpdate, setConfigUpdate,
   type GroupState, type LearnerActivities, type LearnerCarried, type LearnerInput, type LearnerResult, type LearnerState, type StepStats, type TrainActivities,
+  type WeightSyncActivities,
 } from './contracts/learner.contract.js';
 import { parseLearnerInput, parseLearnerSettings } from './contracts/learner.input.js';
 import { queuePrefixOf, taskQueueName } from './contracts/queues.js';
@@ -30,6 +31,7 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
   const prefix = queuePrefixOf(taskQueue);
   const act = proxyActivities<LearnerActivities>({ startToCloseTimeout: '2 minutes', retry });
   const train = proxyActivities<TrainActivities>({ taskQueue: taskQueueName('gpu-train', prefix), startToCloseTimeout: '6 hours', heartbeatTimeout: '2 minutes', retry });
+  const infer = proxyActivities<WeightSyncActivities>({ taskQueue: taskQueueName('gpu-infer', prefix), startToCloseTimeout: '30 minutes', heartbeatTimeout: '1 minute', retry });
   let s: LearnerCarried = raw.carried ?? {
     version: input.startVersion, step: 0, started: 0, nextQuestion: 0, finished: 0, dropped: 0, consumed: 0, groups: [], busyMs: 0,
     startedAtMs: Date.now(), history: [], paused: false, settings: input.settings, oldestVersions: {}, ready: 0,
@@ -136,11 +138,15 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
       });
       const trainMs = Date.now() - startedAt;
       const batchRewards = meanRewards.splice(0, meanRewards.length);
+      // Serving switches to the new version before in-flight trajectories hear of it (publish), so
+      // what they resubmit runs on it. Learners started before weight sync replay without the call.
+      const synced = patched('weight-sync') ? await infer.syncWeights({ runId: input.runId, version: result.version }) : undefined;
       const staleness = Math.max(0, ...claim.trajectoryIds.map((id) => s.version - (s.oldestVersions[id] ?? s.version)));
       const oldestVersions = { ...s.oldestVersions };
       for (const id of claim.trajectoryIds) delete oldestVersions[id];
       const stats: StepStats = {
         step: s.step, version: result.version, trainSeconds: trainMs / 1000, finishedAtMs: Date.now(), maxStaleness: staleness,
+        ...(synced ? { syncSeconds: synced.seconds } : {}),
         meanReward: batchRewards.length ? batchRewards.reduce((a, b) => a + b, 0) / batchRewards.length : 0,
       };
       s = { ...s, oldestVersions, version: result.version, step: s.step + 1, consumed: s.consumed + claim.trajectoryIds.length, ready: Math.max(0, s.ready - claim.trajectoryIds.length), busyMs: s.busyMs + trainMs, history: [...s.history, stats] };

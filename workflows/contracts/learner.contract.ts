@@ -57,6 +57,8 @@ export interface StepStats {
   readonly meanReward: number;
   readonly maxStaleness: number;
   readonly trainSeconds: number;
+  /** Time the serving side took to pick the version up (syncWeights); absent in runs started before weight sync. */
+  readonly syncSeconds?: number;
   readonly finishedAtMs: number;
 }
 
@@ -144,6 +146,24 @@ export interface TrainStepResult {
 /** On the gpu-train queue. */
 export interface TrainActivities {
   trainStep(input: TrainStepInput): Promise<TrainStepResult>;
+}
+
+export interface SyncWeightsInput {
+  readonly runId: string;
+  /** The version trainStep just registered. */
+  readonly version: number;
+}
+
+export interface SyncWeightsResult {
+  /** The adapter that ran (LONGHAUL_WEIGHT_SYNC of the gpu-infer worker). */
+  readonly adapter: 'onnx' | 'sglang' | 'vllm' | 'none';
+  readonly version: number;
+  readonly seconds: number;
+}
+
+/** On the gpu-infer queue: make the serving side use a newly trained version. */
+export interface WeightSyncActivities {
+  syncWeights(input: SyncWeightsInput): Promise<SyncWeightsResult>;
 }
 
 export const learnerStateQuery = defineQuery<LearnerState>('state');

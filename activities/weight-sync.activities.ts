@@ -1,0 +1,61 @@
+/**
+ * The `syncWeights` activity on the gpu-infer queue: after the learner trains a version, the
+ * configured WeightSync makes the serving side use it. It heartbeats while loading; a version that
+ * cannot be served (not registered, refused by the server) fails at once, non-retryable, naming
+ * the version and the fix; an unreachable server or store is retried with the activity's backoff.
+ */
+import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
+import { z } from 'zod';
+import { WeightSyncRefusedError, type WeightSync } from './ports/weight-sync.port.js';
+import type { SyncWeightsInput, SyncWeightsResult } from '../workflows/contracts/learner.contract.js';
+import { errorTypes } from '../workflows/contracts/errors.js';
+
+const inputSchema = z.object({
+  runId: z.string().min(1, 'expected the learner run id').max(512),
+  version: z.number().int('expected an integer policy version').min(0, 'expected a policy version ≥ 0'),
+}).strict();
+
+export interface WeightSyncActivityDependencies {
+  readonly weightSync: WeightSync;
+  /** Heartbeat period while syncing. @default 2000 */
+  readonly heartbeatMs?: number;
+}
+
+export function createWeightSyncActivities({ weightSync, heartbeatMs = 2000 }: WeightSyncActivityDependencies) {
+  return {
+    /** Make `version` the served one; repeating it is harmless. */
+    async syncWeights(raw: SyncWeightsInput): Promise<SyncWeightsResult> {
+      const parsed = inputSchema.safeParse(raw);
+      if (!parsed.success) {
+        const issue = parsed.error.issues[0]!;
+        throw ApplicationFailure.nonRetryable(`syncWeights: ${issue.path.join('.') || 'input'}: ${issue.message}`, errorTypes.invalidInput);
+      }
+      const { runId, version } = parsed.data;
+      const context = Context.current();
+      let phase = 'starting';
+      const beat = () => context.heartbeat({ runId, version, adapter: weightSync.kind, phase });
+      beat();
+      const timer = setInterval(beat, heartbeatMs);
+      const started = performance.now();
+      try {
+        await weightSync.sync(version, (next) => { phase = next; beat(); }, context.cancellationSignal);
+      } catch (error) {
+        if (context.cancellationSignal.aborted && !(error instanceof ApplicationFailure)) throw new CancelledFailure(`syncWeights of policy version ${version} cancelled`);
+        throw asFailure(error, weightSync.kind);
+      } finally {
+        clearInterval(timer);
+      }
+      return { adapter: weightSync.kind, version, seconds: Math.round(performance.now() - started) / 1000 };
+    },
+  };
+}
+
+function asFailure(error: unknown, adapter: string): unknown {
+  if (error instanceof ApplicationFailure || error instanceof CancelledFailure) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  return error instanceof WeightSyncRefusedError
+    ? ApplicationFailure.nonRetryable(`syncWeights (${adapter}): ${message}`, errorTypes.invalidInput)
+    : ApplicationFailure.retryable(`syncWeights (${adapter}): ${message}`, errorTypes.unavailable);
+}
+
+export type WeightSyncActivities = ReturnType<typeof createWeightSyncActivities>;
