@@ -93,7 +93,7 @@ up on a GPU.
   --group N            samples per question (default 4)    --max-turns N       turns per trajectory (default 3)
   --max-new-tokens N   tokens per generation (default 48)  --lr X              RL learning rate (default 2e-5)
   --no-warm-start      skip the supervised warm start      --sft-questions N   gold paths (default 16)
-  --sft-epochs N       passes over them (default 3)        --sft-lr X          SFT learning rate (default 1e-4)
+  --sft-epochs N       passes over them (default 6)        --sft-lr X          SFT learning rate (default 3e-4)
   --from-version N     policy version to start from (default: the latest registered; 0 = the base model)`,
   async run(args) {
     const { values } = parseFlags(args, {
@@ -112,8 +112,8 @@ up on a GPU.
     const learningRate = rateFlag(values.lr, 'lr', 2e-5);
     const warm = !values['no-warm-start'];
     const sftCount = integerFlag(values['sft-questions'], 'sft-questions', 16, 1, 100_000);
-    const sftEpochs = integerFlag(values['sft-epochs'], 'sft-epochs', 3, 1, 1000);
-    const sftLearningRate = rateFlag(values['sft-lr'], 'sft-lr', 1e-4);
+    const sftEpochs = integerFlag(values['sft-epochs'], 'sft-epochs', 6, 1, 1000);
+    const sftLearningRate = rateFlag(values['sft-lr'], 'sft-lr', 3e-4);
     const startedAt = Date.now();
     const phase = (name: string) => console.error(`\n▶ ${name} (${((Date.now() - startedAt) / 1000).toFixed(0)} s)`);
     const settings = config();
