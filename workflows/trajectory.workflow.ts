@@ -154,7 +154,13 @@ export async function trajectory(raw: TrajectoryInput): Promise<TrajectoryResult
       trajectoryId, turns: state.turn, stopReason: reason, answer: finalAnswer, reward: outcome.reward, rewardParts: outcome.rewardParts,
       recordKey: outcome.recordKey, generatedTokens: state.generatedTokens, versionsUsed: state.versionsUsed,
     };
-    if (input.reportTo) await getExternalWorkflowHandle(input.reportTo).signal(trajectoryFinishedSignal, { ...result, runId: input.runId, questionId: input.questionId });
+    if (input.reportTo) {
+      try {
+        await getExternalWorkflowHandle(input.reportTo).signal(trajectoryFinishedSignal, { ...result, runId: input.runId, questionId: input.questionId });
+      } catch {
+        // The learner has closed (it finished its steps while this rollout ran): the record is saved, the trajectory succeeded.
+      }
+    }
     return result;
   }
 }

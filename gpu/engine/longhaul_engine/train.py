@@ -13,8 +13,10 @@ the exit code is 0, or 2 for a refusal.
 """
 import argparse
 import json
+import os
 import resource
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -159,12 +161,27 @@ def run(manifest_path: str, onnx: bool, step_fn=rl_step, expected_kind: str = "r
     return publish(policy, manifest, metrics, onnx)
 
 
+def exit_with_parent(interval: float = 0.5) -> None:
+    """Exit when the process that started the engine dies (kill -9 of the gpu-train worker): an orphan
+    would go on training and could publish into the folder the retried step has just cleared."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while True:
+            time.sleep(interval)
+            if os.getppid() != parent:
+                os._exit(3)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
+
+
 def main(step_fn=rl_step, expected_kind: str = "rl", doc: str = __doc__) -> None:
     parser = argparse.ArgumentParser(description=doc.split("\n")[0])
     parser.add_argument("--manifest", required=True)
     parser.add_argument("--onnx", choices=["auto", "skip"], default="auto", help="export ONNX for the local policy (auto: when the exporter is importable)")
     parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (0 = torch's default)")
     args = parser.parse_args()
+    exit_with_parent()
     if args.threads:
         torch.set_num_threads(args.threads)
     try:
