@@ -33,7 +33,7 @@ test('the async learner trains on every step with versions in order, each trajec
   let served = 0;
   const steps: TrainStepInput[] = [];
   try {
-    await uploadQuestions(context, `${prefix}q.jsonl`, 40, () => 'a');
+    await uploadQuestions(context, `${prefix}q.jsonl`, 40, (index) => (index % 3 === 0 ? 'b' : 'a'));
     const workers = await learnerWorkers(context, async (input) => {
       steps.push(input);
       await sleep(500);
@@ -53,6 +53,12 @@ test('the async learner trains on every step with versions in order, each trajec
     assert.ok(result.maxStaleness <= 1, `staleness ${result.maxStaleness} within η=1`);
     const { rows } = await context.pool.query<{ n: string }>("SELECT count(*) AS n FROM buffer_uses WHERE run_id = $1 AND state = 'consumed'", [runId]);
     assert.equal(Number(rows[0]!.n), 12);
+    // Each step's mean reward is that of the batch it trained on (the trajectories' stored rewards).
+    for (const [index, step] of steps.entries()) {
+      const stored = await context.pool.query<{ reward: number }>('SELECT reward FROM trajectories WHERE trajectory_id = ANY($1)', [step.trajectoryIds]);
+      const expected = stored.rows.reduce((sum, row) => sum + Number(row.reward), 0) / stored.rows.length;
+      assert.ok(Math.abs(result.history[index]!.meanReward - expected) < 1e-9, `step ${index}: mean reward ${result.history[index]!.meanReward}, batch mean ${expected}`);
+    }
   } finally {
     await context.close();
   }

@@ -67,7 +67,10 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
       if (index < 0 || group.rewards[index] !== null) return group;
       return { ...group, rewards: group.rewards.map((reward, position) => (position === index ? result.reward : reward)) };
     });
-    s = { ...s, groups, finished: s.finished + 1, oldestVersions: { ...s.oldestVersions, [result.trajectoryId]: Math.min(s.version, ...result.versionsUsed) } };
+    s = {
+      ...s, groups, finished: s.finished + 1, oldestVersions: { ...s.oldestVersions, [result.trajectoryId]: Math.min(s.version, ...result.versionsUsed) },
+      rewards: { ...s.rewards, [result.trajectoryId]: result.reward },
+    };
     wake();
   });
   upsertSearchAttributes([
@@ -104,11 +107,10 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
     const uselessIds = new Set(useless.flatMap((group) => group.children));
     if (useless.length > 0) await act.dropTrajectories({ runId: input.runId, trajectoryIds: useless.flatMap((group) => group.children), reason: 'equal rewards in group' });
     const oldestVersions = Object.fromEntries(Object.entries(s.oldestVersions).filter(([id]) => !uselessIds.has(id)));
+    const rewards = Object.fromEntries(Object.entries(s.rewards ?? {}).filter(([id]) => !uselessIds.has(id)));
     const kept = done.filter((group) => !useless.includes(group)).reduce((count, group) => count + group.children.length, 0);
-    s = { ...s, oldestVersions, groups: s.groups.filter((group) => !done.includes(group)), ready: s.ready + kept, dropped: s.dropped + useless.reduce((count, group) => count + group.children.length, 0) };
-    meanRewards.push(...done.filter((group) => !useless.includes(group)).flatMap((group) => group.rewards as number[]));
+    s = { ...s, oldestVersions, rewards, groups: s.groups.filter((group) => !done.includes(group)), ready: s.ready + kept, dropped: s.dropped + useless.reduce((count, group) => count + group.children.length, 0) };
   }
-  const meanRewards: number[] = [];
 
   function admissible(): boolean {
     const { groupSize, batchSize, eta, maxInflight } = s.settings;
@@ -137,19 +139,23 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
         groupSize: s.settings.groupSize, hyperparameters: raw.hyperparameters ?? {},
       });
       const trainMs = Date.now() - startedAt;
-      const batchRewards = meanRewards.splice(0, meanRewards.length);
+      const batchRewards = claim.trajectoryIds.map((id) => s.rewards?.[id]).filter((reward): reward is number => reward !== undefined);
       // Serving switches to the new version before in-flight trajectories hear of it (publish), so
       // what they resubmit runs on it. Learners started before weight sync replay without the call.
       const synced = patched('weight-sync') ? await infer.syncWeights({ runId: input.runId, version: result.version }) : undefined;
       const staleness = Math.max(0, ...claim.trajectoryIds.map((id) => s.version - (s.oldestVersions[id] ?? s.version)));
       const oldestVersions = { ...s.oldestVersions };
-      for (const id of claim.trajectoryIds) delete oldestVersions[id];
+      const rewards = { ...s.rewards };
+      for (const id of claim.trajectoryIds) {
+        delete oldestVersions[id];
+        delete rewards[id];
+      }
       const stats: StepStats = {
         step: s.step, version: result.version, trainSeconds: trainMs / 1000, finishedAtMs: Date.now(), maxStaleness: staleness,
         ...(synced ? { syncSeconds: synced.seconds } : {}),
         meanReward: batchRewards.length ? batchRewards.reduce((a, b) => a + b, 0) / batchRewards.length : 0,
       };
-      s = { ...s, oldestVersions, version: result.version, step: s.step + 1, consumed: s.consumed + claim.trajectoryIds.length, ready: Math.max(0, s.ready - claim.trajectoryIds.length), busyMs: s.busyMs + trainMs, history: [...s.history, stats] };
+      s = { ...s, oldestVersions, rewards, version: result.version, step: s.step + 1, consumed: s.consumed + claim.trajectoryIds.length, ready: Math.max(0, s.ready - claim.trajectoryIds.length), busyMs: s.busyMs + trainMs, history: [...s.history, stats] };
       upsertSearchAttributes([{ key: searchAttributes.policyVersion, value: s.version }, { key: searchAttributes.meanReward, value: stats.meanReward }]);
       const released = await act.releaseStaleTrajectories({ runId: input.runId, currentVersion: s.version, eta: s.settings.eta });
       if (released.dropped > 0) s = { ...s, dropped: s.dropped + released.dropped, ready: Math.max(0, s.ready - released.dropped) };

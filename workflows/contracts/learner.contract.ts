@@ -78,6 +78,8 @@ export interface LearnerCarried {
   readonly settings: LearnerSettings;
   /** Oldest policy version in each finished, not yet consumed trajectory (for staleness). */
   readonly oldestVersions: Readonly<Record<string, number>>;
+  /** Reward of each finished, not yet consumed trajectory (for the mean reward of the batch a step trains on). */
+  readonly rewards?: Readonly<Record<string, number>>;
   /** Trajectories of settled groups, kept and not yet consumed. */
   readonly ready: number;
 }
