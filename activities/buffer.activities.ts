@@ -4,10 +4,9 @@
  * too stale to ever be used, and count what is there. Inputs are validated; a bad one fails
  * without retrying, naming the field.
  */
-import { ApplicationFailure } from '@temporalio/activity';
 import { z } from 'zod';
 import type { BufferCounts, ClaimedBatch, TrajectoryBuffer } from './ports/buffer.port.js';
-import { errorTypes } from '../workflows/contracts/errors.js';
+import { parseActivityInput } from './activity-input.js';
 
 const runId = z.string().min(1).max(200);
 const version = z.number().int().min(0);
@@ -20,31 +19,24 @@ const claimSchema = z.object({
 const dropSchema = z.object({ runId, trajectoryIds: z.array(z.string().min(1)).max(100_000), reason: z.string().min(1).max(200) }).strict();
 const staleSchema = z.object({ runId, currentVersion: version, eta }).strict();
 
-function parse<T>(activity: string, schema: z.ZodType<T>, raw: unknown): T {
-  const parsed = schema.safeParse(raw);
-  if (parsed.success) return parsed.data;
-  const issue = parsed.error.issues[0]!;
-  throw ApplicationFailure.nonRetryable(`${activity}: ${issue.path.join('.') || 'input'}: ${issue.message}`, errorTypes.invalidInput);
-}
-
 export function createBufferActivities({ buffer }: { buffer: TrajectoryBuffer }) {
   return {
     /** The batch of training step `step`: claimed now, or the one this step claimed before. Empty when nothing is eligible yet. */
     async claimBatch(raw: unknown): Promise<ClaimedBatch> {
-      return buffer.claimBatch(parse('claimBatch', claimSchema, raw));
+      return buffer.claimBatch(parseActivityInput('claimBatch', claimSchema, raw));
     },
     /** Drop trajectories (e.g. a group whose rewards are all equal); used ones stay as they are. */
     async dropTrajectories(raw: unknown): Promise<{ dropped: number }> {
-      const input = parse('dropTrajectories', dropSchema, raw);
+      const input = parseActivityInput('dropTrajectories', dropSchema, raw);
       return { dropped: await buffer.drop(input.runId, input.trajectoryIds, input.reason) };
     },
     /** Drop every unconsumed trajectory staler than η at currentVersion. */
     async releaseStaleTrajectories(raw: unknown): Promise<{ dropped: number }> {
-      const input = parse('releaseStaleTrajectories', staleSchema, raw);
+      const input = parseActivityInput('releaseStaleTrajectories', staleSchema, raw);
       return { dropped: await buffer.releaseStale(input.runId, input.currentVersion, input.eta) };
     },
     async bufferCounts(raw: unknown): Promise<BufferCounts> {
-      const input = parse('bufferCounts', staleSchema, raw);
+      const input = parseActivityInput('bufferCounts', staleSchema, raw);
       return buffer.counts(input.runId, input.currentVersion, input.eta);
     },
   };

@@ -11,6 +11,7 @@ import type { BlobStore } from './ports/blob-store.port.js';
 import type { GenerateRequest, GenerateResult, PolicyBackend } from './ports/policy.port.js';
 import { generateRequestSchema } from './ports/policy-request.schema.js';
 import { errorTypes } from '../workflows/contracts/errors.js';
+import { parseActivityInput } from './activity-input.js';
 
 /** Input of `generate`. */
 export interface GenerateActivityInput {
@@ -75,15 +76,11 @@ export function createPolicyActivities({ backend, blobs, heartbeatMs = 1000 }: P
   return {
     /** Generate once per key; an interrupted (cancelled) generation is stored, then the cancellation is rethrown. */
     async generate(rawInput: GenerateActivityInput): Promise<GenerateActivityResult> {
-      const parsed = inputSchema.safeParse(rawInput);
-      if (!parsed.success) {
-        const issue = parsed.error.issues[0]!;
-        throw ApplicationFailure.nonRetryable(`generate: ${issue.path.join('.') || 'input'}: ${issue.message}`, errorTypes.invalidInput);
-      }
-      const { key, resumeFrom } = parsed.data;
+      const input = parseActivityInput('generate', inputSchema, rawInput);
+      const { key, resumeFrom } = input;
       const stored = await readRecord(key);
       if (stored) return summarize(stored);
-      const request = await resumedRequest(parsed.data.request, resumeFrom);
+      const request = await resumedRequest(input.request, resumeFrom);
       const context = Context.current();
       const beat = setInterval(() => context.heartbeat({ key }), heartbeatMs);
       let result: GenerateResult;

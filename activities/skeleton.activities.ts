@@ -1,20 +1,13 @@
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ApplicationFailure, Context } from '@temporalio/activity';
+import { Context } from '@temporalio/activity';
 import { z } from 'zod';
 import type { BlobStore } from './ports/blob-store.port.js';
 import type { SkeletonStepStore } from './ports/skeleton-step-store.port.js';
 import type { RecordStepInput, RecordStepResult } from '../workflows/contracts/skeleton.contract.js';
-import { errorTypes } from '../workflows/contracts/errors.js';
+import { parseActivityInput } from './activity-input.js';
 
 const recordStepSchema = z.object({ workflowId: z.string().min(1), step: z.number().int().min(0), delayMs: z.number().int().min(0) });
-
-function parse<T>(schema: z.ZodType<T>, value: unknown, activity: string): T {
-  const result = schema.safeParse(value);
-  if (result.success) return result.data;
-  const issue = result.error.issues[0]!;
-  throw ApplicationFailure.nonRetryable(`${activity}: ${issue.path.join('.') || 'input'}: ${issue.message}`, errorTypes.invalidInput);
-}
 
 export interface SkeletonDependencies {
   readonly blobs: BlobStore;
@@ -25,7 +18,7 @@ export function createSkeletonActivities({ blobs, steps }: SkeletonDependencies)
   return {
     /** Idempotent by (workflowId, step): the blob is overwritten with identical bytes, the row inserted once. */
     async recordStep(rawInput: RecordStepInput): Promise<RecordStepResult> {
-      const input = parse(recordStepSchema, rawInput, 'recordStep');
+      const input = parseActivityInput('recordStep', recordStepSchema, rawInput);
       if (input.delayMs > 0) await sleep(input.delayMs);
       const blobKey = `skeleton/${input.workflowId}/${String(input.step).padStart(6, '0')}.json`;
       const body = JSON.stringify({ workflowId: input.workflowId, step: input.step });
@@ -36,13 +29,13 @@ export function createSkeletonActivities({ blobs, steps }: SkeletonDependencies)
 
     /** A deterministic text of exactly `bytes` ASCII bytes. */
     async makePayload(rawInput: { bytes: number }): Promise<string> {
-      const { bytes } = parse(z.object({ bytes: z.number().int().min(1).max(64 * 1024 * 1024) }), rawInput, 'makePayload');
+      const { bytes } = parseActivityInput('makePayload', z.object({ bytes: z.number().int().min(1).max(64 * 1024 * 1024) }), rawInput);
       const line = 'longhaul large payload line 0123456789abcdefghijklmnopqrstuvwxyz\n';
       return line.repeat(Math.ceil(bytes / line.length)).slice(0, bytes);
     },
 
     async digestPayload(rawInput: { payload: string }): Promise<{ sha256: string; bytes: number }> {
-      const { payload } = parse(z.object({ payload: z.string() }), rawInput, 'digestPayload');
+      const { payload } = parseActivityInput('digestPayload', z.object({ payload: z.string() }), rawInput);
       return { sha256: createHash('sha256').update(payload).digest('hex'), bytes: Buffer.byteLength(payload) };
     },
   };

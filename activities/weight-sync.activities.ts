@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { WeightSyncRefusedError, type WeightSync } from './ports/weight-sync.port.js';
 import type { SyncWeightsInput, SyncWeightsResult } from '../workflows/contracts/learner.contract.js';
 import { errorTypes } from '../workflows/contracts/errors.js';
+import { parseActivityInput } from './activity-input.js';
 
 const inputSchema = z.object({
   runId: z.string().min(1, 'expected the learner run id').max(512),
@@ -25,12 +26,7 @@ export function createWeightSyncActivities({ weightSync, heartbeatMs = 2000 }: W
   return {
     /** Make `version` the served one; repeating it is harmless. */
     async syncWeights(raw: SyncWeightsInput): Promise<SyncWeightsResult> {
-      const parsed = inputSchema.safeParse(raw);
-      if (!parsed.success) {
-        const issue = parsed.error.issues[0]!;
-        throw ApplicationFailure.nonRetryable(`syncWeights: ${issue.path.join('.') || 'input'}: ${issue.message}`, errorTypes.invalidInput);
-      }
-      const { runId, version } = parsed.data;
+      const { runId, version } = parseActivityInput('syncWeights', inputSchema, raw);
       const context = Context.current();
       let phase = 'starting';
       const beat = () => context.heartbeat({ runId, version, adapter: weightSync.kind, phase });

@@ -4,12 +4,11 @@
  * is recorded (latency, success, cache hit), results are cached by (tool, normalised input) with a
  * TTL, and a retried turn (same key) gets the results it had the first time.
  */
-import { ApplicationFailure } from '@temporalio/activity';
 import { z } from 'zod';
 import type { CachedToolResult, ToolCallRow, ToolCallStore } from '../ports/tool-call-store.port.js';
 import type { RunToolsInput, ToolActivities, ToolCall, ToolResult } from '../../workflows/contracts/tools.contract.js';
-import { errorTypes } from '../../workflows/contracts/errors.js';
 import { defaultCacheKey, ToolFailure, type ToolRegistry } from './registry.js';
+import { parseActivityInput } from '../activity-input.js';
 
 export interface ToolActivityDependencies {
   readonly registry: ToolRegistry;
@@ -81,12 +80,7 @@ export function createToolActivities(deps: ToolActivityDependencies): ToolActivi
 
   return {
     async runTools(rawInput: RunToolsInput): Promise<ToolResult[]> {
-      const parsed = runToolsSchema.safeParse(rawInput);
-      if (!parsed.success) {
-        const issue = parsed.error.issues[0]!;
-        throw ApplicationFailure.nonRetryable(`runTools: ${issue.path.join('.') || 'input'}: ${issue.message}`, errorTypes.invalidInput);
-      }
-      const input = parsed.data;
+      const input = parseActivityInput('runTools', runToolsSchema, rawInput);
       const memo = await deps.store.cacheGet(TURN_CACHE, input.key).catch(() => null);
       const remembered = memo ? readTurnMemo(memo.observation) : null;
       if (remembered) return remembered;
