@@ -18,3 +18,11 @@ export function integerFlag(value: string | undefined, flag: string, fallback: n
   if (!Number.isInteger(parsed) || parsed < min || parsed > max) throw new UsageError(`--${flag} expects an integer between ${min} and ${max}, got "${value}"`);
   return parsed;
 }
+
+/** A rate such as a learning rate: a number strictly between 0 and 1. */
+export function rateFlag(value: string | undefined, flag: string, fallback: number): number {
+  if (value === undefined) return fallback;
+  const rate = Number(value);
+  if (!(rate > 0 && rate < 1)) throw new UsageError(`--${flag} expects a number between 0 and 1, got "${value}"`);
+  return rate;
+}

@@ -10,7 +10,6 @@ import { capitalQuestions } from '../../infra/demo/questions.js';
 import { repoRoot } from '../../infra/paths.js';
 import { createPool } from '../../infra/postgres/database.js';
 import { createPgPolicyVersionStore } from '../../infra/postgres/policy-version-store.pg.js';
-import { runStartVersion } from '../../gpu/infer/policy-store.js';
 import { stackUp } from '../../infra/services/stack.js';
 import { workerService } from '../../infra/services/workers.service.js';
 import { connectClient } from '../../infra/temporal/connection.js';
@@ -18,9 +17,10 @@ import { taskQueueName } from '../../workflows/contracts/queues.js';
 import { learnerStateQuery, learnerWorkflowType, type LearnerResult, type QuestionRow } from '../../workflows/contracts/learner.contract.js';
 import { trajectoryWorkflowType, type TrajectoryResult } from '../../workflows/contracts/trajectory.contract.js';
 import { warmStartWorkflowType, type WarmStartResult } from '../../workflows/contracts/warm-start.contract.js';
-import { integerFlag, parseFlags } from '../arguments.js';
-import { UsageError, type Command } from '../command.js';
+import { integerFlag, parseFlags, rateFlag } from '../arguments.js';
+import type { Command } from '../command.js';
 import { progressBar } from '../progress.js';
+import { startVersionFlag } from '../start-version.js';
 import { followWarmStart } from './warm-start.command.js';
 import { describeProgress, pendingActivityProgress } from '../activity-progress.js';
 
@@ -28,13 +28,6 @@ interface Accuracy { readonly questions: number; readonly em: number; readonly f
 
 /** The demo trains the last four of SmolLM2-135M's 30 layers and the final norm: fits 2 CPU cores. */
 const TRAINABLE = { mode: 'freeze', trainPatterns: ['layers\\.(2[6-9])\\.', 'norm\\.weight$'] };
-
-function rateFlag(value: string | undefined, flag: string, fallback: number): number {
-  if (value === undefined) return fallback;
-  const rate = Number(value);
-  if (!(rate > 0 && rate < 1)) throw new UsageError(`--${flag} expects a number between 0 and 1, got "${value}"`);
-  return rate;
-}
 
 const TRAJECTORY = (maxTurns: number, maxNewTokens: number) => ({ limits: { maxTurns, maxNewTokensPerTurn: maxNewTokens, maxRepeats: 2 }, options: { maxObservationChars: 600 } });
 
@@ -131,10 +124,8 @@ up on a GPU.
       phase('3/8 preparing SmolLM2-135M-Instruct as the local policy');
       const versions = createPgPolicyVersionStore(pool);
       if (!(await versions.latest())) await runChild(['model', 'prepare']);
-      const latest = (await versions.latest())!.version;
-      const requested = integerFlag(values['from-version'], 'from-version', latest, 0, latest);
-      const { version: startVersion, forkedFrom } = await runStartVersion(versions, requested).catch((error: unknown) => { throw new UsageError(`--from-version: ${(error as Error).message}`); });
-      console.error(`  starting from policy version ${startVersion}${forkedFrom !== null ? ` (registered as a fork of v${forkedFrom}: versions only grow)` : ''}`);
+      const startVersion = await startVersionFlag(versions, values['from-version'], 'from-version');
+      console.error(`  starting from policy version ${startVersion}`);
       await restartInference(startVersion);
       await stackUp(settings, { workers: true });
 
@@ -143,7 +134,7 @@ up on a GPU.
       const runId = `demo-${new Date().toISOString().replace(/[:.]/g, '-')}`;
       const datasetKey = `datasets/${runId}/train.jsonl`;
       await blobs.put(datasetKey, train.slice(0, trainCount).map((row) => JSON.stringify(row)).join('\n'));
-      console.error(`  ${train.length} training and ${heldOut.length} held-out questions, e.g. "${train[0]!.question}" → ${train[0]!.answers[0]}`);
+      console.error(`  ${trainCount} RL${warm ? `, ${sftCount} warm-start` : ''} and ${heldOut.length} held-out questions, e.g. "${train[0]!.question}" → ${train[0]!.answers[0]}`);
 
       const client = await connectClient(settings, blobs);
       const taskQueue = taskQueueName('agent', settings.taskQueuePrefix);

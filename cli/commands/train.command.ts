@@ -6,14 +6,14 @@ import { createS3BlobStore } from '../../infra/blob/blob-store.s3.js';
 import { stackUp } from '../../infra/services/stack.js';
 import { createPool } from '../../infra/postgres/database.js';
 import { createPgPolicyVersionStore } from '../../infra/postgres/policy-version-store.pg.js';
-import { runStartVersion } from '../../gpu/infer/policy-store.js';
 import { connectClient } from '../../infra/temporal/connection.js';
 import { parseQuestions } from '../../activities/learner.activities.js';
 import { taskQueueName } from '../../workflows/contracts/queues.js';
 import { learnerStateQuery, learnerWorkflowType, type LearnerResult } from '../../workflows/contracts/learner.contract.js';
-import { integerFlag, parseFlags } from '../arguments.js';
+import { integerFlag, parseFlags, rateFlag } from '../arguments.js';
 import { UsageError, type Command } from '../command.js';
 import { progressBar } from '../progress.js';
+import { startVersionFlag } from '../start-version.js';
 
 export const trainCommand: Command = {
   name: 'train',
@@ -43,8 +43,7 @@ Web UI (search attribute LonghaulRunId) or with \`longhaul temporal workflow que
     if (!values.dataset) throw new UsageError('--dataset FILE is required (JSONL of {"id","question","answers"})');
     if (!fs.existsSync(values.dataset)) throw new UsageError(`--dataset: "${values.dataset}" does not exist`);
     if (values.mode && !['async', 'sync'].includes(values.mode)) throw new UsageError(`--mode expects async or sync, got "${values.mode}"`);
-    const learningRate = values.lr === undefined ? 1e-5 : Number(values.lr);
-    if (!(learningRate > 0 && learningRate < 1)) throw new UsageError(`--lr expects a number between 0 and 1, got "${values.lr}"`);
+    const learningRate = rateFlag(values.lr, 'lr', 1e-5);
     const text = fs.readFileSync(values.dataset, 'utf8');
     try {
       parseQuestions(text, path.basename(values.dataset));
@@ -60,11 +59,7 @@ Web UI (search attribute LonghaulRunId) or with \`longhaul temporal workflow que
     const datasetKey = `datasets/${runId}/questions.jsonl`;
     await blobs.put(datasetKey, text, 'application/x-ndjson');
     const pool = createPool(settings.postgres.url, 2);
-    const requested = values['start-version'] === undefined ? undefined : integerFlag(values['start-version'], 'start-version', 0, 0, 1_000_000_000);
-    const { version: startVersion, forkedFrom } = await runStartVersion(createPgPolicyVersionStore(pool), requested)
-      .catch((error: unknown) => { throw new UsageError(`--start-version: ${(error as Error).message}`); })
-      .finally(() => pool.end());
-    if (forkedFrom !== null) console.error(`v${forkedFrom} registered again as v${startVersion} to start from (versions only grow)`);
+    const startVersion = await startVersionFlag(createPgPolicyVersionStore(pool), values['start-version'], 'start-version').finally(() => pool.end());
     const client = await connectClient(settings, blobs);
     const handle = await client.workflow.start(learnerWorkflowType, {
       taskQueue: taskQueueName('agent', settings.taskQueuePrefix), workflowId: `learner-${runId}`, staticSummary: `learner ${runId}`,

@@ -6,15 +6,15 @@ import { config } from '../../infra/config.js';
 import { createS3BlobStore } from '../../infra/blob/blob-store.s3.js';
 import { createPool } from '../../infra/postgres/database.js';
 import { createPgPolicyVersionStore } from '../../infra/postgres/policy-version-store.pg.js';
-import { runStartVersion } from '../../gpu/infer/policy-store.js';
 import { stackUp } from '../../infra/services/stack.js';
 import { connectClient } from '../../infra/temporal/connection.js';
 import { parseQuestions } from '../../activities/learner.activities.js';
 import { taskQueueName } from '../../workflows/contracts/queues.js';
 import { warmStartStateQuery, warmStartWorkflowType, type WarmStartResult } from '../../workflows/contracts/warm-start.contract.js';
-import { integerFlag, parseFlags } from '../arguments.js';
+import { integerFlag, parseFlags, rateFlag } from '../arguments.js';
 import { UsageError, type Command } from '../command.js';
 import { progressBar } from '../progress.js';
+import { startVersionFlag } from '../start-version.js';
 import { describeProgress, pendingActivityProgress } from '../activity-progress.js';
 
 /** Follow a warm-start run with progress bars (trajectories, then the engine's updates) until it ends. */
@@ -74,8 +74,7 @@ queue, publishing one new policy version. Survives any crash; watch it in the We
     if (!fs.existsSync(values.dataset)) throw new UsageError(`--dataset: "${values.dataset}" does not exist`);
     const source = values.source ?? 'gold';
     if (source !== 'gold' && source !== 'samples') throw new UsageError(`--source expects gold or samples, got "${values.source}"`);
-    const learningRate = values.lr === undefined ? 1e-4 : Number(values.lr);
-    if (!(learningRate > 0 && learningRate < 1)) throw new UsageError(`--lr expects a number between 0 and 1, got "${values.lr}"`);
+    const learningRate = rateFlag(values.lr, 'lr', 1e-4);
     const minReward = values['min-reward'] === undefined ? 1 : Number(values['min-reward']);
     if (!Number.isFinite(minReward)) throw new UsageError(`--min-reward expects a number, got "${values['min-reward']}"`);
     const text = fs.readFileSync(values.dataset, 'utf8');
@@ -93,10 +92,7 @@ queue, publishing one new policy version. Survives any crash; watch it in the We
     const pool = createPool(settings.postgres.url, 2);
     const blobs = createS3BlobStore(settings);
     try {
-      const requested = values['start-version'] === undefined ? undefined : integerFlag(values['start-version'], 'start-version', 0, 0, 1_000_000_000);
-      const { version: startVersion, forkedFrom } = await runStartVersion(createPgPolicyVersionStore(pool), requested)
-        .catch((error: unknown) => { throw new UsageError(`--start-version: ${(error as Error).message}`); });
-      if (forkedFrom !== null) console.error(`v${forkedFrom} registered again as v${startVersion} to start from (versions only grow)`);
+      const startVersion = await startVersionFlag(createPgPolicyVersionStore(pool), values['start-version'], 'start-version');
       const runId = values['run-id'] ?? `sft-${new Date().toISOString().replace(/[:.]/g, '-')}`;
       const datasetKey = `datasets/${runId}/questions.jsonl`;
       await blobs.put(datasetKey, text, 'application/x-ndjson');
