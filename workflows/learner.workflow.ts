@@ -106,8 +106,8 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
     const useless = s.settings.dropEqualRewardGroups ? done.filter((group) => new Set(group.rewards).size === 1) : [];
     const uselessIds = new Set(useless.flatMap((group) => group.children));
     if (useless.length > 0) await act.dropTrajectories({ runId: input.runId, trajectoryIds: useless.flatMap((group) => group.children), reason: 'equal rewards in group' });
-    const oldestVersions = Object.fromEntries(Object.entries(s.oldestVersions).filter(([id]) => !uselessIds.has(id)));
-    const rewards = Object.fromEntries(Object.entries(s.rewards ?? {}).filter(([id]) => !uselessIds.has(id)));
+    const oldestVersions = omit(s.oldestVersions, uselessIds);
+    const rewards = omit(s.rewards ?? {}, uselessIds);
     const kept = done.filter((group) => !useless.includes(group)).reduce((count, group) => count + group.children.length, 0);
     s = { ...s, oldestVersions, rewards, groups: s.groups.filter((group) => !done.includes(group)), ready: s.ready + kept, dropped: s.dropped + useless.reduce((count, group) => count + group.children.length, 0) };
   }
@@ -144,12 +144,9 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
       // what they resubmit runs on it. Learners started before weight sync replay without the call.
       const synced = patched('weight-sync') ? await infer.syncWeights({ runId: input.runId, version: result.version }) : undefined;
       const staleness = Math.max(0, ...claim.trajectoryIds.map((id) => s.version - (s.oldestVersions[id] ?? s.version)));
-      const oldestVersions = { ...s.oldestVersions };
-      const rewards = { ...s.rewards };
-      for (const id of claim.trajectoryIds) {
-        delete oldestVersions[id];
-        delete rewards[id];
-      }
+      const consumed = new Set(claim.trajectoryIds);
+      const oldestVersions = omit(s.oldestVersions, consumed);
+      const rewards = omit(s.rewards ?? {}, consumed);
       const stats: StepStats = {
         step: s.step, version: result.version, trainSeconds: trainMs / 1000, finishedAtMs: Date.now(), maxStaleness: staleness,
         ...(synced ? { syncSeconds: synced.seconds } : {}),
@@ -209,6 +206,11 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
     samplesPerHour: wallSeconds > 0 ? (s.consumed / wallSeconds) * 3600 : 0, trainerBusy: busyFraction(),
     maxStaleness: Math.max(0, ...s.history.map((stats) => stats.maxStaleness)), wallSeconds, history: s.history,
   };
+}
+
+/** The per-trajectory bookkeeping without the trajectories that left the buffer (consumed or dropped). */
+function omit<T>(byId: Readonly<Record<string, T>>, ids: ReadonlySet<string>): Record<string, T> {
+  return Object.fromEntries(Object.entries(byId).filter(([id]) => !ids.has(id)));
 }
 
 export type { GroupState };
