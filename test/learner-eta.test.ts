@@ -14,7 +14,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { ApplicationFailure } from '@temporalio/common';
 import { createBufferActivities } from '../activities/buffer.activities.js';
 import { publishPolicyVersion } from '../gpu/infer/policy-store.js';
-import { testPython, tinyModelDir } from '../gpu/infer/test-model.js';
+import { testPython, tinyModelDir } from './doubles/test-model.js';
 import { createTrainActivities, type TrainStepOutput } from '../gpu/train/train-step.activities.js';
 import { createPgTrajectoryBuffer } from '../infra/postgres/buffer.pg.js';
 import { createPgPolicyVersionStore } from '../infra/postgres/policy-version-store.pg.js';

@@ -2,12 +2,12 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { WorkflowFailedError } from '@temporalio/client';
-import { createScriptedPolicy } from '../activities/agent/scripted-policy.js';
-import { createScriptedTools } from '../activities/agent/scripted-tools.js';
+import { createScriptedPolicy } from './doubles/scripted-policy.js';
+import { createScriptedTools } from './doubles/scripted-tools.js';
 import { createBufferActivities } from '../activities/buffer.activities.js';
 import { createLearnerActivities } from '../activities/learner.activities.js';
 import { createPgTrajectoryBuffer } from '../infra/postgres/buffer.pg.js';
-import { createInProcessAgent } from '../workers/in-process-agent.js';
+import { createInProcessAgent } from '../composition/in-process-agent.js';
 import { learnerStateQuery, learnerWorkflowType, pauseUpdate, resumeUpdate, type LearnerResult, type TrainStepInput } from '../workflows/contracts/learner.contract.js';
 import { openContext, uniquePrefix, type TestContext } from './helpers/stack.js';
 

@@ -1,7 +1,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { buildDefaultCorpus } from '../infra/corpus/default-corpus.js';
+import { buildDefaultCorpus } from '../corpus/default-corpus.js';
 import { createFtsSearchEngine } from '../infra/search/fts-search.pg.js';
 import { dropSchema, openSchemaPool } from '../infra/search/open.js';
 import { testConfig } from './helpers/stack.js';

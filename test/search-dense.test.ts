@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type pg from 'pg';
 import type { SearchEngine, SearchHit } from '../activities/ports/search.port.js';
-import { ingestFile } from '../infra/corpus/ingest.js';
+import { ingestFile } from '../corpus/ingest.js';
 import { createDenseSearchEngine, embedMissingPassages } from '../infra/search/dense-search.pg.js';
 import { createHttpEmbeddingClient } from '../infra/search/embeddings.http.js';
 import { createHybridSearchEngine } from '../infra/search/hybrid-search.js';

@@ -13,7 +13,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { createBufferActivities } from '../activities/buffer.activities.js';
 import { publishPolicyVersion } from '../gpu/infer/policy-store.js';
-import { testPython, tinyModelDir } from '../gpu/infer/test-model.js';
+import { testPython, tinyModelDir } from './doubles/test-model.js';
 import { createTrainActivities, type TrainStepOutput } from '../gpu/train/train-step.activities.js';
 import { trainingOf, versionFolderName } from '../gpu/train/version-files.js';
 import { createPgTrajectoryBuffer } from '../infra/postgres/buffer.pg.js';

@@ -5,7 +5,7 @@ import { createPool } from '../../infra/postgres/database.js';
 import { createPgPolicyVersionStore } from '../../infra/postgres/policy-version-store.pg.js';
 import { createOnnxBackend } from '../../gpu/infer/onnx.backend.js';
 import { createOpenAIServer } from '../../gpu/infer/openai-server.js';
-import { openLocalPolicy } from '../../gpu/infer/policy-backend.js';
+import { openLocalPolicy } from '../../composition/policy-backend.js';
 import { integerFlag, parseFlags } from '../arguments.js';
 import type { Command } from '../command.js';
 

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import { repoRoot } from '../../infra/paths.js';
-import { testPython } from '../infer/test-model.js';
+import { testPython } from '../../test/doubles/test-model.js';
 import { batchManifestSchema, type BatchManifest } from './manifest.js';
 import { InvalidBatchError, rlSamples, sftSamples, type TrajectoryRecord } from './samples.js';
 import { defaultRlHyperparameters, defaultSftHyperparameters } from './train-step.schema.js';
