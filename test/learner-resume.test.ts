@@ -25,7 +25,7 @@ import { connectWorker, dataConverter } from '../infra/temporal/connection.js';
 import { repoRoot } from '../infra/paths.js';
 import { learnerStateQuery, learnerWorkflowType, type LearnerResult, type TrainStepInput } from '../workflows/contracts/learner.contract.js';
 import type { QueueRole } from '../workflows/contracts/queues.js';
-import { openContext, spawnWorker, uniquePrefix, waitUntil, type TestContext } from './helpers/stack.js';
+import { accepts, openContext, spawnWorker, uniquePrefix, waitUntil, type TestContext } from './helpers/stack.js';
 
 const run = promisify(execFile);
 
@@ -381,7 +381,7 @@ test('a learner survives kill -9 and restart of the Temporal server mid-run: ver
     const pid = Number(fs.readFileSync(path.join(home, 'run', 'temporal.pid'), 'utf8').split(' ')[0]);
     process.kill(pid, 'SIGKILL');
     await waitUntil(async () => !alive(pid), 10_000, 'the Temporal server to die');
-    await sleep(1000);
+    await waitUntil(async () => !(await accepts(port)) && !(await accepts(port + 1)), 30_000, `the killed Temporal server to release ports ${port} and ${port + 1}`);
     await cli('up', '--no-workers');
     const restartedAt = Date.now();
     assert.notEqual(Number(fs.readFileSync(path.join(home, 'run', 'temporal.pid'), 'utf8').split(' ')[0]), pid, 'a new Temporal server process');

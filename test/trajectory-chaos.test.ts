@@ -9,7 +9,7 @@ import path from 'node:path';
 import type { QueueRole } from '../workflows/contracts/queues.js';
 import { trajectoryStateQuery, trajectoryWorkflowType, type TrajectoryResult } from '../workflows/contracts/trajectory.contract.js';
 import { repoRoot } from '../infra/paths.js';
-import { openContext, spawnWorker, uniquePrefix, waitUntil, type TestContext } from './helpers/stack.js';
+import { accepts, openContext, spawnWorker, uniquePrefix, waitUntil, type TestContext } from './helpers/stack.js';
 
 const run = promisify(execFile);
 const QUESTION = 'script:{"turns":8,"answer":"Lima","tokenDelayMs":12} What is the capital of Peru?';
@@ -36,15 +36,6 @@ async function restart(workers: Map<QueueRole, ChildProcess>, role: QueueRole, e
 
 function stopAll(workers: Map<QueueRole, ChildProcess>): void {
   for (const worker of workers.values()) worker.kill('SIGKILL');
-}
-
-/** Whether something accepts TCP connections on a local port. */
-function accepts(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect(port, '127.0.0.1');
-    socket.once('connect', () => { socket.destroy(); resolve(true); });
-    socket.once('error', () => resolve(false));
-  });
 }
 
 /** What must be identical between an interrupted and an uninterrupted run. */

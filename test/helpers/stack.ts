@@ -3,6 +3,7 @@
  * Each test isolates itself with a unique task-queue prefix, so workers never steal each other's tasks.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import net from 'node:net';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { Worker } from '@temporalio/worker';
@@ -84,4 +85,13 @@ export async function waitUntil(check: () => Promise<boolean>, timeoutMs: number
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+}
+
+/** Whether something accepts TCP connections on a local port. */
+export function accepts(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    socket.once('connect', () => { socket.destroy(); resolve(true); });
+    socket.once('error', () => resolve(false));
+  });
 }
