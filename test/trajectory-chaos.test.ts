@@ -3,7 +3,6 @@ import assert from 'node:assert/strict';
 import { execFile, type ChildProcess } from 'node:child_process';
 import { promisify } from 'node:util';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type { QueueRole } from '../workflows/contracts/queues.js';
