@@ -14,10 +14,7 @@ import { createScriptedPolicy } from '../test/doubles/scripted-policy.js';
 import { createScriptedTools } from '../test/doubles/scripted-tools.js';
 import { createInProcessAgent } from '../composition/in-process-agent.js';
 import type { Config } from '../infra/config.js';
-import { createS3BlobStore } from '../infra/blob/blob-store.s3.js';
-import { createPool } from '../infra/postgres/database.js';
-import { createPgTrajectoryStore } from '../infra/postgres/trajectory-store.pg.js';
-import { connectClient } from '../infra/temporal/connection.js';
+import { openServices } from '../composition/services.js';
 import { repoRoot } from '../infra/paths.js';
 import { taskQueueName } from '../workflows/contracts/queues.js';
 import { trajectoryWorkflowType } from '../workflows/contracts/trajectory.contract.js';
@@ -41,8 +38,8 @@ export interface OverheadResult {
 }
 
 export async function runOverheadBenchmark(config: Config, turns: number, log: (line: string) => void): Promise<OverheadResult> {
-  const blobs = createS3BlobStore(config);
-  const pool = createPool(config.postgres.url, 4);
+  const services = openServices(config, { poolSize: 4 });
+  const { blobs, pool } = services;
   const prefix = `bench-overhead-${randomUUID().slice(0, 8)}-`;
   const question = `script:{"turns":${turns},"answer":"done"}`;
   const policy = createScriptedPolicy();
@@ -52,7 +49,7 @@ export async function runOverheadBenchmark(config: Config, turns: number, log: (
     log(`baseline: ${turns} turns in a plain loop…`);
     const generate = createTurnGenerator({ blobs, backend: policy });
     const { runTurnTools } = createTurnToolActivities({ blobs, tools });
-    const { finishTrajectory } = createFinishActivities({ blobs, trajectories: createPgTrajectoryStore(pool) });
+    const { finishTrajectory } = createFinishActivities({ blobs, trajectories: services.trajectories });
     const baselineId = `${prefix}baseline`;
     const baseline: number[] = [];
     const prompt: GenerateTurnInput['prompt'] = { protocol: 'tags', contextMode: 'full', recentChars: 25_000, tools: ['search', 'access', 'answer'], template: 'chatml' };
@@ -65,7 +62,7 @@ export async function runOverheadBenchmark(config: Config, turns: number, log: (
     await finishTrajectory({ trajectoryId: baselineId, question, answers: ['done'], questionId: '', dataset: 'bench', runId: '', turns, stopReason: 'answered', answer: 'done', invalidSteps: 0, generatedTokens: 0, versionsUsed: [0], rewardMetric: 'f1' });
 
     log(`temporal: ${turns} turns through the trajectory workflow…`);
-    const client = await connectClient(config, blobs);
+    const client = await services.client();
     const agent = await createInProcessAgent({ config, blobs, pool, backend: policy, tools, prefix });
     const workflowId = `${prefix}temporal`;
     await agent.run(() => client.workflow.execute(trajectoryWorkflowType, {
@@ -77,7 +74,6 @@ export async function runOverheadBenchmark(config: Config, turns: number, log: (
       .filter((event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'generateTurn')
       .map((event) => Number(event.eventTime?.seconds ?? 0) * 1000 + (event.eventTime?.nanos ?? 0) / 1e6);
     const temporal = scheduled.slice(1).map((time, index) => time - scheduled[index]!);
-    await client.connection.close();
     const baselineP50 = percentile(baseline, 50);
     const temporalP50 = percentile(temporal, 50);
     return {
@@ -85,7 +81,7 @@ export async function runOverheadBenchmark(config: Config, turns: number, log: (
       per_turn_overhead_ms_p50: round(temporalP50 - baselineP50), ratio_p50: round(temporalP50 / baselineP50), history_bytes: described.historySize ?? 0, history_events: described.historyLength,
     };
   } finally {
-    await pool.end();
+    await services.close();
   }
 }
 
@@ -108,8 +104,8 @@ function peakRssMb(pid: number): number {
 
 /** N trajectories at once; the agent worker runs as its own process so its memory is measured alone. */
 export async function runConcurrencyBenchmark(config: Config, inflight: number, turns: number, log: (line: string) => void): Promise<ConcurrencyResult> {
-  const blobs = createS3BlobStore(config);
-  const pool = createPool(config.postgres.url, 8);
+  const services = openServices(config, { poolSize: 8 });
+  const { blobs, pool } = services;
   const prefix = `bench-concurrency-${randomUUID().slice(0, 8)}-`;
   const worker = spawn(process.execPath, [path.join(repoRoot, 'dist', 'workers', 'agent.worker.js')], {
     env: { ...process.env, LONGHAUL_TASK_QUEUE_PREFIX: prefix }, stdio: ['ignore', 'pipe', 'inherit'],
@@ -120,7 +116,7 @@ export async function runConcurrencyBenchmark(config: Config, inflight: number, 
   });
   let rssMax = 0;
   const sampler = setInterval(() => { rssMax = Math.max(rssMax, peakRssMb(worker.pid!)); }, 500);
-  const client = await connectClient(config, blobs);
+  const client = await services.client();
   const helpers = await createInProcessAgent({
     config, blobs, pool, prefix, roles: ['gpu-infer', 'tools'], backend: createScriptedPolicy(), tools: createScriptedTools(), maxConcurrentActivities: inflight * 2,
   });
@@ -142,7 +138,6 @@ export async function runConcurrencyBenchmark(config: Config, inflight: number, 
   } finally {
     clearInterval(sampler);
     worker.kill('SIGTERM');
-    await client.connection.close();
-    await pool.end();
+    await services.close();
   }
 }

@@ -11,10 +11,7 @@ import { createBufferActivities } from '../activities/buffer.activities.js';
 import { createLearnerActivities } from '../activities/learner.activities.js';
 import { createInProcessAgent } from '../composition/in-process-agent.js';
 import type { Config } from '../infra/config.js';
-import { createS3BlobStore } from '../infra/blob/blob-store.s3.js';
-import { createPool } from '../infra/postgres/database.js';
-import { createPgTrajectoryBuffer } from '../infra/postgres/buffer.pg.js';
-import { connectClient } from '../infra/temporal/connection.js';
+import { openServices } from '../composition/services.js';
 import { taskQueueName } from '../workflows/contracts/queues.js';
 import { learnerWorkflowType, type LearnerMode, type LearnerResult, type TrainStepInput } from '../workflows/contracts/learner.contract.js';
 
@@ -44,8 +41,8 @@ export function longTailTurns(index: number, maxTurns: number): number {
 const round = (value: number, digits = 3) => Number(value.toFixed(digits));
 
 async function runMode(config: Config, mode: LearnerMode, options: AsyncBenchmarkOptions, log: (line: string) => void) {
-  const blobs = createS3BlobStore(config);
-  const pool = createPool(config.postgres.url, 8);
+  const services = openServices(config, { poolSize: 8 });
+  const { blobs, pool } = services;
   const prefix = `bench-async-${mode}-${randomUUID().slice(0, 8)}-`;
   const datasetKey = `bench/async/${prefix}questions.jsonl`;
   const lines = Array.from({ length: options.questions }, (_, index) => JSON.stringify({
@@ -58,12 +55,12 @@ async function runMode(config: Config, mode: LearnerMode, options: AsyncBenchmar
     served = input.outputVersion;
     return { version: input.outputVersion, metrics: { simulated: true } };
   };
-  const client = await connectClient(config, blobs);
+  const client = await services.client();
   const workers = await createInProcessAgent({
     config, blobs, pool, prefix, backend: createScriptedPolicy({ version: () => served }), tools: createScriptedTools(), maxConcurrentActivities: 400,
     roles: ['agent', 'gpu-infer', 'tools', 'gpu-train'],
     extraActivities: {
-      agent: { ...createLearnerActivities({ blobs }), ...createBufferActivities({ buffer: createPgTrajectoryBuffer(pool) }) },
+      agent: { ...createLearnerActivities({ blobs }), ...createBufferActivities({ buffer: services.buffer }) },
       'gpu-train': { trainStep },
     },
   });
@@ -80,8 +77,7 @@ async function runMode(config: Config, mode: LearnerMode, options: AsyncBenchmar
     log(`${mode}: ${result.steps} steps in ${result.wallSeconds.toFixed(0)} s, trainer busy ${(result.trainerBusy * 100).toFixed(0)} %`);
     return result;
   } finally {
-    await client.connection.close();
-    await pool.end();
+    await services.close();
   }
 }
 
