@@ -1,7 +1,8 @@
 /**
- * One contract on both sides: manifests built by the TypeScript builder validate in Python
- * (`python -m longhaul_engine.manifest`), and documents the zod schema rejects, Python rejects too.
- * Also the record → sample conversion. Needs the engine's venv, not the stack.
+ * One contract on both sides: the JSON schema the engine reads is the one zod generates, manifests
+ * built by the TypeScript builder validate in Python (`python -m longhaul_engine.manifest`), and
+ * documents the zod schema rejects, Python rejects too. Also the record → sample conversion. Needs
+ * the engine's venv, not the stack.
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -12,7 +13,7 @@ import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import { repoRoot } from '../../infra/paths.js';
 import { testPython } from '../infer/test-model.js';
-import { batchManifestSchema, type BatchManifest } from './manifest.js';
+import { batchManifestSchema, manifestJsonSchemaPath, manifestJsonSchemaText, type BatchManifest } from './manifest.js';
 import { InvalidBatchError, rlSamples, sftSamples, type TrajectoryRecord } from './samples.js';
 import { defaultRlHyperparameters, defaultSftHyperparameters } from './train-step.schema.js';
 
@@ -62,6 +63,12 @@ describe('the batch manifest contract', () => {
     fs.writeFileSync(file, JSON.stringify(document));
     return file;
   };
+
+  it('the committed JSON schema the engine reads is exactly what zod generates from gpu/train/manifest.ts', () => {
+    const committed = fs.readFileSync(path.join(repoRoot, manifestJsonSchemaPath), 'utf8');
+    assert.ok(committed === manifestJsonSchemaText(),
+      `${manifestJsonSchemaPath} differs from the zod schema: run \`npx tsc -p tsconfig.json && node dist/gpu/train/write-manifest-schema.js\` and commit it`);
+  });
 
   it('concatenates turns whose prompt extends the sequence, masking the observation tokens', () => {
     const [sample] = rlSamples(twoTurnRecord('t1', 'q1', 1), 't1', { baseVersion: 3, eta: 4 });

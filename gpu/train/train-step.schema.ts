@@ -1,6 +1,6 @@
 /**
  * Inputs of `trainStep` and `sftStep`, validated before anything else happens. Hyperparameters use
- * the engine's names (gpu/engine/manifest.schema.json); any left out take the defaults below, so the
+ * the engine's names (gpu/train/manifest.ts); any left out take the defaults below, so the
  * learner can pass `{ ppo: { maxStaleness: 2 } }` alone.
  */
 import { z } from 'zod';
