@@ -7,11 +7,12 @@
  * sampling: G sampled trajectories per question, kept when their reward clears `minReward`.
  */
 import { defineQuery } from '@temporalio/workflow';
-import type { TrajectoryLimits, TrajectoryOptions } from './trajectory.contract.js';
+import type { RewardMetric, TrajectoryLimits, TrajectoryOptions } from './trajectory.contract.js';
 
 export const warmStartWorkflowType = 'warmStart';
 
-export type WarmStartSource = 'gold' | 'samples';
+export const warmStartSources = ['gold', 'samples'] as const;
+export type WarmStartSource = (typeof warmStartSources)[number];
 
 export interface WarmStartSettings {
   /** Where the training trajectories come from. @default "gold" */
@@ -35,7 +36,7 @@ export interface WarmStartInput {
   /** Policy version to start from. @default 0 */
   readonly startVersion?: number;
   readonly settings?: Partial<WarmStartSettings>;
-  readonly trajectory?: { readonly limits?: Partial<TrajectoryLimits>; readonly options?: Partial<TrajectoryOptions>; readonly rewardMetric?: 'em' | 'f1' | 'cover_em' | 'judge' };
+  readonly trajectory?: { readonly limits?: Partial<TrajectoryLimits>; readonly options?: Partial<TrajectoryOptions>; readonly rewardMetric?: RewardMetric };
   /** Passed through to sftStep (the engine validates it): learningRate, epochs, batchSize, trainable… */
   readonly hyperparameters?: Record<string, unknown>;
 }
