@@ -14,13 +14,14 @@ import { after, before, describe, it } from 'node:test';
 import { repoRoot } from '../../infra/paths.js';
 import { testPython } from '../infer/test-model.js';
 import { batchManifestSchema, manifestJsonSchemaPath, manifestJsonSchemaText, type BatchManifest } from './manifest.js';
-import { InvalidBatchError, rlSamples, sftSamples, type TrajectoryRecord } from './samples.js';
+import type { TrainingRecord } from '../../activities/ports/trajectory-record.schema.js';
+import { InvalidBatchError, rlSamples, sftSamples } from './samples.js';
 import { defaultRlHyperparameters, defaultSftHyperparameters } from './train-step.schema.js';
 
 const run = promisify(execFile);
 
 /** Two turns; turn 1's prompt extends turn 0's sequence with an observation [7, 8]. */
-export function twoTurnRecord(id: string, questionId: string, reward: number, version = 3): TrajectoryRecord {
+export function twoTurnRecord(id: string, questionId: string, reward: number, version = 3): TrainingRecord {
   return {
     trajectoryId: id, runId: 'run-a', questionId, reward,
     turnRecords: [
@@ -85,12 +86,12 @@ describe('the batch manifest contract', () => {
     assert.deepEqual(samples.map((sample) => [sample.id, sample.tokenIds, sample.lossMask]), [['t1#0', [1, 2, 3, 4, 5], [0, 0, 0, 1, 1]], ['t1#1', [1, 7, 8, 9], [0, 0, 0, 1]]]);
   });
 
-  it('refuses mismatched lengths, a missing reward and tokens staler than eta, naming the field', () => {
+  it('refuses mismatched lengths, a non-finite reward and tokens staler than eta, naming the field', () => {
     const record = twoTurnRecord('t1', 'q1', 1);
     const short = { ...record, turnRecords: [{ ...record.turnRecords[0]!, logprobs: [-0.5] }] };
     assert.throws(() => rlSamples(short, 'trajectoryIds[0] (t1)', { baseVersion: 3, eta: 4 }),
       new InvalidBatchError('trajectoryIds[0] (t1): turn 0: logprobs has 1 entries but tokenIds has 2'));
-    assert.throws(() => rlSamples({ ...record, reward: null }, 'x', { baseVersion: 3, eta: 4 }), new InvalidBatchError('x: reward is null, must be a finite number'));
+    assert.throws(() => rlSamples({ ...record, reward: Number.NaN }, 'x', { baseVersion: 3, eta: 4 }), new InvalidBatchError('x: reward is NaN, must be a finite number'));
     assert.throws(() => rlSamples(twoTurnRecord('t1', 'q1', 1, 0), 'x', { baseVersion: 3, eta: 2 }),
       new InvalidBatchError('x: turn 0: tokenVersions[0] is 0, staler than eta 2 allows at base version 3'));
   });
