@@ -1,7 +1,8 @@
 /** `longhaul` — the command line. Exit codes: 0 ok, 1 failure, 2 bad usage or input. */
-import { ConfigError } from '../infra/config.js';
+import { ConfigError, config } from '../infra/config.js';
 import { ServiceError } from '../infra/services/processes.js';
 import { UsageError, type Command } from './command.js';
+import { handleInterrupts, isInterrupted } from './interrupt.js';
 import { configCommand } from './commands/config.command.js';
 import { benchCommand } from './commands/bench.command.js';
 import { corpusCommand } from './commands/corpus.command.js';
@@ -55,9 +56,13 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
-main(process.argv.slice(2)).then(
-  (code) => process.exit(code),
+const running = main(process.argv.slice(2));
+// Ctrl-C / SIGTERM: stop what the command started, then exit 130 / 143 (cli/interrupt.ts).
+handleInterrupts(running, config);
+running.then(
+  (code) => { if (!isInterrupted()) process.exit(code); },
   (error: unknown) => {
+    if (isInterrupted()) return; // the interrupt handler reports and exits
     if (error instanceof UsageError || error instanceof ConfigError) {
       console.error(`longhaul: ${error.message}`);
       process.exit(2);

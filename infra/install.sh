@@ -31,8 +31,9 @@ fi
 
 # 2. build, when any TypeScript source or config is newer than the last build
 stamp=dist/.build-stamp
-if [ ! -f "$stamp" ] || [ -n "$(find workflows activities workers gpu infra cli test tsconfig.json package-lock.json -newer "$stamp" \( -name '*.ts' -o -name '*.json' -o -name '*.sql' \) -not -path 'gpu/engine/*' -print -quit 2>/dev/null)" ]; then
+if [ ! -f "$stamp" ] || [ -n "$(find workflows activities workers composition gpu infra corpus bench cli test tsconfig.json package-lock.json -newer "$stamp" \( -name '*.ts' -o -name '*.json' -o -name '*.sql' \) -not -path 'gpu/engine/*' -print -quit 2>/dev/null)" ]; then
   say "building TypeScript…"
+  rm -rf dist   # a full build either way; no output of a moved or deleted source (a stale test) survives it
   npx tsc -p tsconfig.json >&2 || fail "TypeScript build failed (see above)."
   node dist/workers/bundle-workflows.js >&2 || fail "workflow bundle failed (see above)."
   touch "$stamp"

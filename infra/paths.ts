@@ -14,3 +14,6 @@ function findRepoRoot(): string {
 }
 
 export const repoRoot = findRepoRoot();
+
+/** The prebuilt workflow bundle (infra/install.sh builds it with workers/bundle-workflows.ts). */
+export const workflowBundlePath = path.join(repoRoot, 'dist', 'workflow-bundle.js');

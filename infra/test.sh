@@ -28,12 +28,13 @@ npx eslint . || lint_failed=1
 
 echo "== stack up ($LONGHAUL_HOME)"
 stack_started=$(date +%s)
+# Installed before up: whatever way this script ends (a failed start, a failed test, Ctrl-C), the stack stops.
+trap 'node dist/cli/main.js down >/dev/null 2>&1 || true' EXIT
 if ! node dist/cli/main.js up --no-workers; then
   echo "stack failed to start; logs:"; tail -n 30 "$LONGHAUL_HOME"/logs/*.log
   echo "0 passed, 1 failed"; exit 1
 fi
 echo "stack up in $(( $(date +%s) - stack_started )) s"
-trap 'node dist/cli/main.js down >/dev/null 2>&1 || true' EXIT
 
 echo "== TypeScript tests (node:test)"
 tap="$LONGHAUL_HOME/node-tests.tap"

@@ -18,7 +18,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Worker } from '@temporalio/worker';
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import { publishPolicyVersion } from '../gpu/infer/policy-store.js';
-import { tinyModelDir } from '../gpu/infer/test-model.js';
+import { tinyModelDir } from './doubles/test-model.js';
 import { trainingOf } from '../gpu/train/version-files.js';
 import { createPgPolicyVersionStore } from '../infra/postgres/policy-version-store.pg.js';
 import { connectWorker, dataConverter } from '../infra/temporal/connection.js';

@@ -2,19 +2,22 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { WorkflowFailedError } from '@temporalio/client';
-import { createScriptedPolicy } from '../activities/agent/scripted-policy.js';
-import { createScriptedTools } from '../activities/agent/scripted-tools.js';
+import { createScriptedPolicy } from './doubles/scripted-policy.js';
+import { createScriptedTools } from './doubles/scripted-tools.js';
 import { createBufferActivities } from '../activities/buffer.activities.js';
 import { createLearnerActivities } from '../activities/learner.activities.js';
 import { createPgTrajectoryBuffer } from '../infra/postgres/buffer.pg.js';
-import { createInProcessAgent } from '../workers/in-process-agent.js';
+import { createInProcessAgent } from '../composition/in-process-agent.js';
 import { learnerStateQuery, learnerWorkflowType, pauseUpdate, resumeUpdate, type LearnerResult, type TrainStepInput } from '../workflows/contracts/learner.contract.js';
-import { openContext, uniquePrefix, type TestContext } from './helpers/stack.js';
+import { openContext, uniquePrefix, waitUntil, type TestContext } from './helpers/stack.js';
 
-async function learnerWorkers(context: TestContext, trainStep: (input: TrainStepInput) => Promise<{ version: number; metrics: Record<string, unknown> }>, version: () => number) {
+/** @param beforeGenerate awaited before each generation (a gate the test opens). */
+async function learnerWorkers(context: TestContext, trainStep: (input: TrainStepInput) => Promise<{ version: number; metrics: Record<string, unknown> }>, version: () => number,
+  beforeGenerate: () => Promise<void> = async () => undefined) {
+  const scripted = createScriptedPolicy({ version });
   return createInProcessAgent({
     config: context.config, blobs: context.blobs, pool: context.pool, prefix: context.config.taskQueuePrefix,
-    backend: createScriptedPolicy({ version }), tools: createScriptedTools(), roles: ['agent', 'gpu-infer', 'tools', 'gpu-train'],
+    backend: { ...scripted, generate: async (request, signal) => { await beforeGenerate(); return scripted.generate(request, signal); } }, tools: createScriptedTools(), roles: ['agent', 'gpu-infer', 'tools', 'gpu-train'],
     extraActivities: {
       agent: { ...createLearnerActivities({ blobs: context.blobs }), ...createBufferActivities({ buffer: createPgTrajectoryBuffer(context.pool) }) },
       'gpu-train': { trainStep },
@@ -50,7 +53,27 @@ test('the async learner trains on every step with versions in order, each trajec
     assert.deepEqual(steps.map((step) => [step.step, step.baseVersion, step.outputVersion]), [[0, 0, 1], [1, 1, 2], [2, 2, 3]]);
     const ids = steps.flatMap((step) => step.trajectoryIds);
     assert.equal(new Set(ids).size, ids.length, 'no trajectory in two steps');
-    assert.ok(result.maxStaleness <= 1, `staleness ${result.maxStaleness} within η=1`);
+    // Staleness from what is stored, not from the learner's bookkeeping: each step's claimed batch
+    // (buffer_batches, buffer_uses) and the policy version of every token of its trajectories (their records).
+    const eta = 1;
+    for (const step of steps) {
+      const batch = await context.pool.query<{ trajectory_ids: string[]; current_version: number; eta: number }>(
+        'SELECT trajectory_ids, current_version, eta FROM buffer_batches WHERE run_id = $1 AND step = $2', [runId, step.step]);
+      assert.deepEqual(batch.rows.map((row) => [[...row.trajectory_ids].sort(), row.current_version, row.eta]), [[[...step.trajectoryIds].sort(), step.baseVersion, eta]], `step ${step.step}: the stored claim is the batch trained on`);
+      const stored = await context.pool.query<{ trajectory_id: string; record_key: string }>(
+        `SELECT t.trajectory_id, t.record_key FROM buffer_uses u JOIN trajectories t USING (trajectory_id)
+         WHERE u.run_id = $1 AND u.step = $2 AND u.state = 'consumed'`, [runId, step.step]);
+      assert.equal(stored.rows.length, step.trajectoryIds.length, `step ${step.step}: every trajectory of the batch is stored as consumed by it`);
+      for (const row of stored.rows) {
+        const record = JSON.parse((await context.blobs.get(row.record_key)).toString()) as { turnRecords: { tokenVersions: number[] }[] };
+        const versions = record.turnRecords.flatMap((turn) => turn.tokenVersions);
+        assert.ok(versions.length > 0, `${row.trajectory_id}: has generated tokens`);
+        const oldest = Math.min(...versions);
+        const newest = Math.max(...versions);
+        assert.ok(oldest >= 0 && step.baseVersion - oldest <= eta, `step ${step.step} (base ${step.baseVersion}): ${row.trajectory_id} has a token of version ${oldest}, staler than η=${eta}`);
+        assert.ok(newest <= step.baseVersion, `step ${step.step} (base ${step.baseVersion}): ${row.trajectory_id} has a token of version ${newest}, newer than the base`);
+      }
+    }
     const { rows } = await context.pool.query<{ n: string }>("SELECT count(*) AS n FROM buffer_uses WHERE run_id = $1 AND state = 'consumed'", [runId]);
     assert.equal(Number(rows[0]!.n), 12);
     // Each step's mean reward is that of the batch it trained on (the trajectories' stored rewards).
@@ -89,7 +112,9 @@ test('pause stops admitting rollouts and resume continues; bad settings are refu
   const context = await openContext(prefix);
   try {
     await uploadQuestions(context, `${prefix}q.jsonl`, 20, () => 'a');
-    const workers = await learnerWorkers(context, async (input) => ({ version: input.outputVersion, metrics: {} }), () => 0);
+    let openGate: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => { openGate = resolve; });
+    const workers = await learnerWorkers(context, async (input) => ({ version: input.outputVersion, metrics: {} }), () => 0, () => gate);
     const outcome = await workers.run(async () => {
       const bad = await context.client.workflow.execute(learnerWorkflowType, {
         taskQueue: context.queue('agent'), workflowId: `${prefix}bad`, args: [{ runId: 'r', datasetKey: 'k', settings: { groupSize: 1 } }],
@@ -103,13 +128,25 @@ test('pause stops admitting rollouts and resume continues; bad settings are refu
 
       const handle = await context.client.workflow.start(learnerWorkflowType, {
         taskQueue: context.queue('agent'), workflowId: `${prefix}learner`,
-        args: [{ runId: `${prefix}run`, datasetKey: `${prefix}q.jsonl`, settings: { groupSize: 2, batchSize: 2, maxSteps: 2, dropEqualRewardGroups: false } }],
+        args: [{ runId: `${prefix}run`, datasetKey: `${prefix}q.jsonl`, settings: { groupSize: 2, batchSize: 2, maxSteps: 2, maxInflight: 2, dropEqualRewardGroups: false } }],
       });
+      // Pause while the first group is held in generation (maxInflight admits one group at a time), let it
+      // finish, then wait until it was reported and trained on: an unpaused learner would have admitted
+      // the next group by then.
+      await waitUntil(async () => (await handle.query(learnerStateQuery)).inflight > 0, 60_000, 'a group in flight');
       const paused = await handle.executeUpdate(pauseUpdate);
       assert.equal(paused.paused, true);
-      await sleep(1500);
-      const state = await handle.query(learnerStateQuery);
-      assert.ok(state.finished + state.inflight <= 4, 'no new groups while paused beyond what was admitted first');
+      openGate();
+      await waitUntil(async () => {
+        const state = await handle.query(learnerStateQuery);
+        return state.paused && state.inflight === 0 && !state.training && state.ready < 2 && state.step === 1;
+      }, 120_000, 'the admitted group finished and trained on while paused');
+      const events = (await handle.fetchHistory()).events ?? [];
+      const pausedAt = events.findIndex((event) => event.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.name === 'pause');
+      assert.ok(pausedAt > 0, 'the pause is in the history');
+      const childStarts = (from: number, to = events.length) => events.slice(from, to).filter((event) => event.startChildWorkflowExecutionInitiatedEventAttributes).length;
+      assert.equal(childStarts(0, pausedAt), 2, 'one group started before the pause');
+      assert.equal(childStarts(pausedAt), 0, 'no child started while paused');
       await handle.executeUpdate(resumeUpdate);
       return (await handle.result()) as LearnerResult;
     });

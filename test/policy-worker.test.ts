@@ -11,7 +11,7 @@ import { test } from 'node:test';
 import { Worker } from '@temporalio/worker';
 import type { GenerateActivityResult, GenerationBlob } from '../activities/policy.activities.js';
 import { createOnnxBackend } from '../gpu/infer/onnx.backend.js';
-import { tinyModelDir } from '../gpu/infer/test-model.js';
+import { tinyModelDir } from './doubles/test-model.js';
 import { connectWorker, dataConverter } from '../infra/temporal/connection.js';
 import { openContext, spawnWorker, uniquePrefix } from './helpers/stack.js';
 

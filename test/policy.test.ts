@@ -14,7 +14,7 @@ import { createPolicyActivities, generationBlobKey, type GenerateActivityResult,
 import type { GenerateRequest, GenerateResult, PolicyBackend } from '../activities/ports/policy.port.js';
 import { createOnnxBackend, type OnnxBackend } from '../gpu/infer/onnx.backend.js';
 import { materializePolicyVersion, publishPolicyVersion, PolicyVersionError } from '../gpu/infer/policy-store.js';
-import { tinyModelDir } from '../gpu/infer/test-model.js';
+import { tinyModelDir } from './doubles/test-model.js';
 import { createPgPolicyVersionStore } from '../infra/postgres/policy-version-store.pg.js';
 import { openContext, uniquePrefix, type TestContext } from './helpers/stack.js';
 

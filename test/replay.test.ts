@@ -4,8 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Worker } from '@temporalio/worker';
 import proto from '@temporalio/proto';
-import { repoRoot } from '../infra/paths.js';
-import { workflowBundlePath } from '../workers/run-worker.js';
+import { repoRoot, workflowBundlePath } from '../infra/paths.js';
 
 // Histories recorded from real runs by test/fixtures/record-history.ts (binary protobuf: the SDK's JSON
 // loader trips over two protobufjs copies in 1.24). Replaying them against today's

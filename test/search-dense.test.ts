@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type pg from 'pg';
 import type { SearchEngine, SearchHit } from '../activities/ports/search.port.js';
-import { ingestFile } from '../infra/corpus/ingest.js';
+import { ingestFile } from '../corpus/ingest.js';
 import { createDenseSearchEngine, embedMissingPassages } from '../infra/search/dense-search.pg.js';
 import { createHttpEmbeddingClient } from '../infra/search/embeddings.http.js';
 import { createHybridSearchEngine } from '../infra/search/hybrid-search.js';
@@ -63,10 +63,17 @@ test('passages are embedded once through an OpenAI-compatible endpoint and dense
   assert.equal(await embedMissingPassages(pool, client), 3);
   assert.equal(await embedMissingPassages(pool, client), 0);
   const dense = createDenseSearchEngine(pool, client);
-  const hits = await dense.search('purr kittens', 2);
-  assert.deepEqual(hits.map((hit) => hit.documentId), ['kittens', hits[1]!.documentId]);
+  // The query shares two words with the kittens passage, one ("oven") with the bakery one, none with the harbour one.
+  const query = 'purr kittens oven';
+  const hits = await dense.search(query, 3);
+  assert.deepEqual(hits.map((hit) => hit.documentId), ['kittens', 'bakery', 'harbour']);
   assert.equal(hits[0]!.text, 'quantum kittens purr in superposition');
-  assert.ok(hits[0]!.score > hits[1]!.score);
+  // Scores are the cosine of the query's and the passage's (title + text) vectors, computed here on their own.
+  const cosine = (a: number[], b: number[]) => a.reduce((sum, value, index) => sum + value * b[index]!, 0) / Math.hypot(...a) / Math.hypot(...b);
+  for (const hit of hits) {
+    const expected = cosine(embedText(query), embedText(`${hit.title}. ${hit.text}`));
+    assert.ok(Math.abs(hit.score - expected) < 1e-6, `${hit.documentId}: score ${hit.score}, cosine ${expected}`);
+  }
   assert.deepEqual(inputTypes, ['passage', 'query']);
 });
 

@@ -14,7 +14,13 @@ import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { repoRoot } from '../infra/paths.js';
-import { spawnWorker, testConfig, uniquePrefix } from './helpers/stack.js';
+import { fileURLToPath } from 'node:url';
+import { Worker } from '@temporalio/worker';
+import { connectWorker, dataConverter } from '../infra/temporal/connection.js';
+import type { ToolsOnceResult } from './fixtures/tools-once.workflow.js';
+import { openContext, spawnWorker, testConfig, uniquePrefix } from './helpers/stack.js';
+
+const toolsOnceFixture = path.join(path.dirname(fileURLToPath(import.meta.url)), 'fixtures', 'tools-once.workflow.js');
 
 const pool = await openSearchDatabase(testConfig(), 4);
 const store = createPgToolCallStore(pool);
@@ -41,12 +47,29 @@ function sleepyTool(name: string, delayMs: number): ToolPlugin<{ text: string }>
 }
 
 test('several calls of one turn run in parallel and come back in order', async () => {
-  const slow = sleepyTool(`slow_${tag}`, 300);
-  const activities = createToolActivities({ registry: new ToolRegistry([slow]), store });
+  // Each call waits until all three have started: calls run one after another would never get there.
+  const arrivals: string[] = [];
+  let allStarted: () => void = () => undefined;
+  const started = new Promise<void>((resolve) => { allStarted = resolve; });
+  const gate: ToolPlugin<{ text: string }> = {
+    name: `gate_${tag}`, description: 'Echo text once every call of the turn has started.', cacheable: false,
+    inputSchema: z.strictObject({ text: z.string().min(1).describe('Text to echo.') }),
+    successCriterion: 'always',
+    async execute(input) {
+      arrivals.push(input.text);
+      if (arrivals.length === 3) allStarted();
+      const timeout = setTimeout(() => allStarted(), 30_000);
+      await started;
+      clearTimeout(timeout);
+      return { observation: `echo: ${input.text} after ${arrivals.length} started`, documentIds: [] };
+    },
+    judge: () => true,
+  };
+  const activities = createToolActivities({ registry: new ToolRegistry([gate]), store });
   const startedAt = Date.now();
-  const results = await activities.runTools({ key: `t/${randomUUID()}`, calls: [{ tool: slow.name, input: { text: 'a' } }, { tool: slow.name, input: { text: 'b' } }, { tool: slow.name, input: { text: 'c' } }] });
-  assert.ok(Date.now() - startedAt < 800, `took ${Date.now() - startedAt} ms`);
-  assert.deepEqual(results.map((result) => result.observation), ['echo: a', 'echo: b', 'echo: c']);
+  const results = await activities.runTools({ key: `t/${randomUUID()}`, calls: [{ tool: gate.name, input: { text: 'c' } }, { tool: gate.name, input: { text: 'a' } }, { tool: gate.name, input: { text: 'b' } }] });
+  console.log(`three parallel calls took ${Date.now() - startedAt} ms`);
+  assert.deepEqual(results.map((result) => result.observation), ['echo: c after 3 started', 'echo: a after 3 started', 'echo: b after 3 started']);
   assert.deepEqual(results.map((result) => result.ok), [true, true, true]);
 });
 
@@ -71,16 +94,25 @@ test('a tool failure and a failed success check are ok=false observations, not e
 });
 
 test('the same normalised input is served from the cache until its TTL passes', async () => {
+  // A one-hour TTL cannot pass by accident during the test; expiry is proven by moving the stored
+  // expiry into the past, which is what the TTL's passing looks like to the store.
+  const ttlMs = 3_600_000;
   const echo = sleepyTool(`cached_${tag}`, 0);
-  const activities = createToolActivities({ registry: new ToolRegistry([echo]), store, cacheTtlMs: 400 });
+  const activities = createToolActivities({ registry: new ToolRegistry([echo]), store, cacheTtlMs: ttlMs });
   const run = (text: string) => activities.runTools({ key: `t/${randomUUID()}`, calls: [{ tool: echo.name, input: { text } }] });
   assert.equal((await run('hello  world'))[0]!.cacheHit, false);
   const hit = (await run(' hello world '))[0]!;
   assert.deepEqual([hit.cacheHit, hit.observation, hit.documentIds], [true, 'echo: hello  world', ['hello  world']]);
   assert.equal(echo.executions, 1);
-  await sleep(500);
-  assert.equal((await run('hello world'))[0]!.cacheHit, false);
+  const { rows } = await pool.query<{ remaining_ms: number }>(
+    'SELECT (extract(epoch FROM expires_at - now()) * 1000)::float8 AS remaining_ms FROM tool_cache WHERE tool = $1', [echo.name]);
+  assert.equal(rows.length, 1, 'one cache row for the normalised input');
+  assert.ok(rows[0]!.remaining_ms > ttlMs - 60_000 && rows[0]!.remaining_ms <= ttlMs, `expires in ${rows[0]!.remaining_ms} ms, TTL ${ttlMs} ms`);
+  await pool.query("UPDATE tool_cache SET expires_at = now() - interval '1 second' WHERE tool = $1", [echo.name]);
+  const expired = (await run('hello world'))[0]!;
+  assert.deepEqual([expired.cacheHit, expired.observation], [false, 'echo: hello world']);
   assert.equal(echo.executions, 2);
+  assert.equal((await run('hello world'))[0]!.cacheHit, true, 'the fresh result is cached again');
 });
 
 test('an oversized observation is truncated to the limit with a marker', async () => {
@@ -144,11 +176,31 @@ test('longhaul tools run records the call and longhaul tools stats reports it', 
   assert.ok((stats.tools.find((row) => row.tool === 'search')?.calls ?? 0) >= 1);
 });
 
-test('the tools worker starts with the tool activities on its queue', async () => {
-  const worker = spawnWorker('tools', { LONGHAUL_TASK_QUEUE_PREFIX: uniquePrefix('tools-worker') });
+test('the tools worker starts with the tool activities on its queue', { timeout: 120_000 }, async () => {
+  const prefix = uniquePrefix('tools-worker');
+  const context = await openContext(prefix);
+  const worker = spawnWorker('tools', { LONGHAUL_TASK_QUEUE_PREFIX: prefix });
+  const workflows = await Worker.create({
+    connection: await connectWorker(context.config), namespace: context.config.temporal.namespace, taskQueue: context.queue('agent'),
+    workflowsPath: toolsOnceFixture, dataConverter: dataConverter(context.config, context.blobs),
+  });
+  const running = workflows.run();
   try {
     await worker.ready;
+    const result = await context.client.workflow.execute('toolsOnce', {
+      taskQueue: context.queue('agent'), workflowId: `${prefix}tools-once`,
+      args: [{ queue: context.queue('tools'), run: { key: `t/${randomUUID()}`, calls: [{ tool: 'answer', input: { answer: tag } }, { tool: 'teleport', input: {} }] } }],
+    }) as ToolsOnceResult;
+    assert.deepEqual(result.ping, { ...result.ping, role: 'tools', pid: worker.pid });
+    assert.deepEqual(result.described.map((tool) => tool.name).filter((name) => ['search', 'access', 'answer'].includes(name)), ['search', 'access', 'answer']);
+    assert.deepEqual(result.results.map((call) => [call.tool, call.ok, call.invalid, call.observation]), [
+      ['answer', true, false, `Answer recorded: ${tag}`],
+      ['teleport', false, true, `Error: unknown tool "teleport" (tools: ${result.described.map((tool) => tool.name).join(', ')}).`],
+    ]);
   } finally {
     worker.kill('SIGTERM');
+    workflows.shutdown();
+    await running;
+    await context.close();
   }
 });

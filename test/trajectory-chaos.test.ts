@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { execFile, type ChildProcess } from 'node:child_process';
 import { promisify } from 'node:util';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type { QueueRole } from '../workflows/contracts/queues.js';
@@ -35,6 +36,15 @@ async function restart(workers: Map<QueueRole, ChildProcess>, role: QueueRole, e
 
 function stopAll(workers: Map<QueueRole, ChildProcess>): void {
   for (const worker of workers.values()) worker.kill('SIGKILL');
+}
+
+/** Whether something accepts TCP connections on a local port. */
+function accepts(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    socket.once('connect', () => { socket.destroy(); resolve(true); });
+    socket.once('error', () => resolve(false));
+  });
 }
 
 /** What must be identical between an interrupted and an uninterrupted run. */
@@ -116,7 +126,7 @@ test('a trajectory survives a restart of the Temporal server mid-run, with an id
     const restarted = await runTrajectory(context, `${prefix}restart`, async () => {
       const pid = Number(fs.readFileSync(path.join(home, 'run', 'temporal.pid'), 'utf8').split(' ')[0]);
       process.kill(pid, 'SIGKILL');
-      await new Promise((resolve) => setTimeout(resolve, 1000));
+      await waitUntil(async () => !(await accepts(port)) && !(await accepts(port + 1)), 30_000, `the killed Temporal server to release ports ${port} and ${port + 1}`);
       await cli('up', '--no-workers');
     });
     assert.deepEqual(await comparableRecord(context, restarted), expected);

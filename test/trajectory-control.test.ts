@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { WorkflowFailedError } from '@temporalio/client';
-import { createScriptedPolicy } from '../activities/agent/scripted-policy.js';
-import { createScriptedTools } from '../activities/agent/scripted-tools.js';
+import { createScriptedPolicy } from './doubles/scripted-policy.js';
+import { createScriptedTools } from './doubles/scripted-tools.js';
 import { createPgTrajectoryStore } from '../infra/postgres/trajectory-store.pg.js';
 import {
   interruptSignal, setPolicyVersionUpdate, trajectoryStateQuery, trajectoryWorkflowType, type TrajectoryResult,
@@ -13,15 +13,17 @@ import { openContext, uniquePrefix, waitUntil } from './helpers/stack.js';
 test('an interrupted generation is resubmitted under the new version and keeps the tokens it had', { timeout: 180_000 }, async () => {
   const context = await openContext(uniquePrefix('interrupt'));
   let served = 0;
+  // The scripted policy asks for the version once per token it generates: count those calls.
+  let tokensGenerated = 0;
+  const scripted = createScriptedPolicy({ version: () => { tokensGenerated += 1; return served; } });
   try {
-    const workers = await agentWorkers(context, createScriptedPolicy({ version: () => served }), createScriptedTools());
+    const workers = await agentWorkers(context, { ...scripted, currentVersion: async () => served }, createScriptedTools());
     const handle = await context.client.workflow.start(trajectoryWorkflowType, {
       taskQueue: context.queue('agent'), workflowId: `${context.queue('agent')}-interrupt`,
       args: [{ question: 'script:{"turns":2,"answer":"Lima","tokenDelayMs":40}', answers: ['Lima'] }],
     });
     const result = await workers.run(async () => {
-      await waitUntil(async () => (await handle.query(trajectoryStateQuery)).generating, 30_000, 'a generation in flight');
-      await new Promise((resolve) => setTimeout(resolve, 400)); // let some tokens be generated under version 0
+      await waitUntil(async () => (await handle.query(trajectoryStateQuery)).generating && tokensGenerated >= 3, 30_000, 'three tokens generated under version 0');
       served = 1;
       assert.equal(await handle.executeUpdate(setPolicyVersionUpdate, { args: [1] }), 1);
       await handle.signal(interruptSignal);

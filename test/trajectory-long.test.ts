@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createScriptedPolicy } from '../activities/agent/scripted-policy.js';
-import { createScriptedTools } from '../activities/agent/scripted-tools.js';
+import { createScriptedPolicy } from './doubles/scripted-policy.js';
+import { createScriptedTools } from './doubles/scripted-tools.js';
 import { trajectoryWorkflowType, type TrajectoryResult } from '../workflows/contracts/trajectory.contract.js';
 import { agentWorkers } from './helpers/agent-workers.js';
 import { openContext, uniquePrefix } from './helpers/stack.js';

@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { WorkflowFailedError } from '@temporalio/client';
-import { createScriptedPolicy } from '../activities/agent/scripted-policy.js';
-import { createScriptedTools } from '../activities/agent/scripted-tools.js';
+import { createScriptedPolicy } from './doubles/scripted-policy.js';
+import { createScriptedTools } from './doubles/scripted-tools.js';
 import { createPgTrajectoryStore } from '../infra/postgres/trajectory-store.pg.js';
 import { trajectoryWorkflowType, type TrajectoryResult } from '../workflows/contracts/trajectory.contract.js';
 import { agentWorkers } from './helpers/agent-workers.js';

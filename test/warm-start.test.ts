@@ -9,7 +9,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { WorkflowFailedError } from '@temporalio/client';
 import { publishPolicyVersion } from '../gpu/infer/policy-store.js';
-import { tinyModelDir } from '../gpu/infer/test-model.js';
+import { tinyModelDir } from './doubles/test-model.js';
 import { BpeTokenizer } from '../gpu/infer/tokenizer.js';
 import { trainingOf } from '../gpu/train/version-files.js';
 import { createPgPolicyVersionStore } from '../infra/postgres/policy-version-store.pg.js';

@@ -2,8 +2,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { bundleWorkflowCode } from '@temporalio/worker';
-import { repoRoot } from '../infra/paths.js';
-import { workflowBundlePath } from './run-worker.js';
+import { repoRoot, workflowBundlePath } from '../infra/paths.js';
 
 const { code } = await bundleWorkflowCode({
   workflowsPath: path.join(repoRoot, 'dist', 'workflows', 'index.js'),

@@ -9,7 +9,7 @@ import { config } from '../infra/config.js';
 import { createWeightSync } from '../infra/inference/weight-sync.js';
 import { createPool } from '../infra/postgres/database.js';
 import { createPgPolicyVersionStore } from '../infra/postgres/policy-version-store.pg.js';
-import { createConfiguredBackend, lazyBackend, versionCacheDir } from '../gpu/infer/policy-backend.js';
+import { createConfiguredBackend, lazyBackend, versionCacheDir } from '../composition/policy-backend.js';
 import { materializePolicyVersion } from '../gpu/infer/policy-store.js';
 import { runWorker, start } from './run-worker.js';
 

@@ -1,11 +1,10 @@
 /** Shared wiring for worker processes: config, connection, payload codec, graceful shutdown. */
 import fs from 'node:fs';
-import path from 'node:path';
 import { Worker, type WorkerOptions } from '@temporalio/worker';
 import { config, ConfigError } from '../infra/config.js';
 import { createS3BlobStore } from '../infra/blob/blob-store.s3.js';
 import { connectWorker, dataConverter } from '../infra/temporal/connection.js';
-import { repoRoot } from '../infra/paths.js';
+import { workflowBundlePath } from '../infra/paths.js';
 import { taskQueueName, type QueueRole } from '../workflows/contracts/queues.js';
 import type { BlobStore } from '../activities/ports/blob-store.port.js';
 
@@ -16,8 +15,6 @@ export interface WorkerPlan {
   readonly activities: (blobs: BlobStore) => Promise<{ activities: object; close?: () => Promise<void> }>;
   readonly options?: Partial<WorkerOptions>;
 }
-
-export const workflowBundlePath = path.join(repoRoot, 'dist', 'workflow-bundle.js');
 
 export async function runWorker(plan: WorkerPlan): Promise<void> {
   let settings;

@@ -5,7 +5,7 @@ import { createTurnToolActivities } from '../activities/agent/agent-turn.activit
 import { config } from '../infra/config.js';
 import { openSearchDatabase } from '../infra/search/open.js';
 import { createPgToolCallStore } from '../infra/search/tool-call-store.pg.js';
-import { buildToolRegistry } from '../infra/search/tool-registry.js';
+import { buildToolRegistry } from '../composition/tool-registry.js';
 import { runWorker, start } from './run-worker.js';
 
 start(() => runWorker({

@@ -1,9 +1,10 @@
 /**
  * The learner (DESIGN §2, AReaL's fully asynchronous loop). Rollouts stream as trajectory
- * children; a new group is admitted only while started ≤ (version + η + 1) × batchSize; training
- * steps run on the gpu-train queue while rollouts continue (`async`), or after a whole batch has
- * been generated (`sync`, the baseline). State that must survive is small and carried across
- * continue-as-new; finished trajectories live in the Postgres buffer.
+ * children; a new group is admitted only while AReaL's staleness bound allows it
+ * (learner-admission.ts); training steps run on the gpu-train queue while rollouts continue
+ * (`async`), or after a whole batch has been generated (`sync`, the baseline). State that must
+ * survive is small and carried across continue-as-new; finished trajectories live in the Postgres
+ * buffer.
  */
 import {
   ParentClosePolicy, condition, continueAsNew, getExternalWorkflowHandle, patched, proxyActivities, setHandler,
@@ -18,144 +19,156 @@ import {
 import { parseLearnerInput, parseLearnerSettings } from './contracts/learner.input.js';
 import { queuePrefixOf } from './contracts/queues.js';
 import { searchAttributes } from './contracts/search-attributes.js';
-import { interruptSignal, trajectoryFinishedSignal, type TrajectoryInput } from './contracts/trajectory.contract.js';
+import { interruptSignal, trajectoryFinishedSignal, type TrajectoryReport } from './contracts/trajectory.contract.js';
+import { mayAdmitGroup } from './learner-admission.js';
+import { childTrajectoryInput } from './trajectory-child.js';
 import { validated } from './validated.js';
 import type { trajectory } from './trajectory.workflow.js';
 
 
+/**
+ * Patch: a group enters the learner's window before its first child starts. Learners started
+ * earlier registered it after the last start, so a child that finished within the workflow task
+ * resolving its last sibling's start reported to no group and the run stalled (issue 9, bug 5).
+ */
+const groupBeforeChildrenPatch = 'learner-group-before-children';
 
 export async function learner(raw: LearnerInput): Promise<LearnerResult> {
   const input = validated(() => parseLearnerInput(raw));
   const { workflowId, taskQueue } = workflowInfo();
   const prefix = queuePrefixOf(taskQueue);
   const options = activityOptions(prefix);
-  const act = proxyActivities<LearnerActivities>(options.bookkeeping);
-  const train = proxyActivities<TrainActivities>(options.train);
-  const infer = proxyActivities<WeightSyncActivities>(options.weightSync);
-  let s: LearnerCarried = raw.carried ?? {
+  const learnerActivities = proxyActivities<LearnerActivities>(options.bookkeeping);
+  const trainer = proxyActivities<TrainActivities>(options.train);
+  const inference = proxyActivities<WeightSyncActivities>(options.weightSync);
+  let run: LearnerCarried = raw.carried ?? {
     version: input.startVersion, step: 0, started: 0, nextQuestion: 0, finished: 0, dropped: 0, consumed: 0, groups: [], busyMs: 0,
     startedAtMs: Date.now(), history: [], paused: false, settings: input.settings, oldestVersions: {}, ready: 0,
   };
+  const groupBeforeChildren = patched(groupBeforeChildrenPatch);
   let training = false;
   let changed = false;
   let questionsLeft = true;
   const wake = () => { changed = true; };
 
-  const inflight = () => s.groups.reduce((count, group) => count + group.rewards.filter((reward) => reward === null).length, 0);
-  /** Trajectories of settled (complete, kept) groups not yet trained on: what claimBatch can return. */
-  const ready = () => s.ready;
-  const state = (): LearnerState => ({
-    runId: input.runId, mode: s.settings.mode, version: s.version, step: s.step, inflight: inflight(), finished: s.finished, ready: ready(),
-    dropped: s.dropped, consumed: s.consumed, paused: s.paused, training, trainerBusy: busyFraction(), history: s.history,
-  });
+  const inflight = () => run.groups.reduce((count, group) => count + group.rewards.filter((reward) => reward === null).length, 0);
   const busyFraction = () => {
-    const elapsed = Date.now() - s.startedAtMs;
-    return elapsed > 0 ? s.busyMs / elapsed : 0;
+    const elapsed = Date.now() - run.startedAtMs;
+    return elapsed > 0 ? run.busyMs / elapsed : 0;
   };
+  const state = (): LearnerState => ({
+    runId: input.runId, mode: run.settings.mode, version: run.version, step: run.step, inflight: inflight(), finished: run.finished, ready: run.ready,
+    dropped: run.dropped, consumed: run.consumed, paused: run.paused, training, trainerBusy: busyFraction(), history: run.history,
+  });
 
-  setHandler(learnerStateQuery, state);
-  setHandler(pauseUpdate, () => { s = { ...s, paused: true }; wake(); return state(); });
-  setHandler(resumeUpdate, () => { s = { ...s, paused: false }; wake(); return state(); });
-  setHandler(setConfigUpdate, (patch) => {
-    s = { ...s, settings: parseLearnerSettings({ ...s.settings, ...patch }) };
-    wake();
-    return state();
-  }, { validator: (patch) => { validated(() => parseLearnerSettings({ ...s.settings, ...(patch as object) })); } });
-  setHandler(trajectoryFinishedSignal, (result) => {
-    const groups = s.groups.map((group) => {
-      const index = group.children.indexOf(result.trajectoryId);
+  /** A child's report: its reward goes into its group's slot, and its oldest token version is kept for the staleness of the step that trains on it. */
+  function recordReport(report: TrajectoryReport): void {
+    const groups = run.groups.map((group) => {
+      const index = group.children.indexOf(report.trajectoryId);
       if (index < 0 || group.rewards[index] !== null) return group;
-      return { ...group, rewards: group.rewards.map((reward, position) => (position === index ? result.reward : reward)) };
+      return { ...group, rewards: group.rewards.map((reward, position) => (position === index ? report.reward : reward)) };
     });
-    s = {
-      ...s, groups, finished: s.finished + 1, oldestVersions: { ...s.oldestVersions, [result.trajectoryId]: Math.min(s.version, ...result.versionsUsed) },
-      rewards: { ...s.rewards, [result.trajectoryId]: result.reward },
+    run = {
+      ...run, groups, finished: run.finished + 1,
+      oldestVersions: { ...run.oldestVersions, [report.trajectoryId]: Math.min(run.version, ...report.versionsUsed) },
+      rewards: { ...run.rewards, [report.trajectoryId]: report.reward },
     };
     wake();
-  });
+  }
+
+  setHandler(learnerStateQuery, state);
+  setHandler(pauseUpdate, () => { run = { ...run, paused: true }; wake(); return state(); });
+  setHandler(resumeUpdate, () => { run = { ...run, paused: false }; wake(); return state(); });
+  setHandler(setConfigUpdate, (patch) => {
+    run = { ...run, settings: parseLearnerSettings({ ...run.settings, ...patch }) };
+    wake();
+    return state();
+  }, { validator: (patch) => { validated(() => parseLearnerSettings({ ...run.settings, ...(patch as object) })); } });
+  setHandler(trajectoryFinishedSignal, recordReport);
   upsertSearchAttributes([
     { key: searchAttributes.kind, value: 'learner' }, { key: searchAttributes.runId, value: input.runId },
-    { key: searchAttributes.status, value: 'running' }, { key: searchAttributes.policyVersion, value: s.version },
+    { key: searchAttributes.status, value: 'running' }, { key: searchAttributes.policyVersion, value: run.version },
   ]);
 
   async function startGroup(): Promise<boolean> {
-    const question = await act.loadQuestion({ datasetKey: input.datasetKey, index: s.nextQuestion });
+    const question = await learnerActivities.loadQuestion({ datasetKey: input.datasetKey, index: run.nextQuestion });
     if (!question) { questionsLeft = false; return false; }
-    const groupId = `${input.runId}-q${s.nextQuestion}`;
-    const children: string[] = [];
-    for (let sample = 0; sample < s.settings.groupSize; sample += 1) {
-      const childId = `${groupId}-s${sample}`;
-      const childInput: TrajectoryInput = {
-        question: question.question, answers: question.answers, questionId: question.id, dataset: input.datasetKey, runId: input.runId,
-        policyVersion: s.version, reportTo: workflowId, ...(raw.trajectory?.limits ? { limits: raw.trajectory.limits } : {}),
-        options: { ...(raw.trajectory?.options ?? {}), seed: (raw.trajectory?.options?.seed ?? 0) + sample },
-        ...(raw.trajectory?.rewardMetric ? { rewardMetric: raw.trajectory.rewardMetric } : {}),
-      };
+    const groupId = `${input.runId}-q${run.nextQuestion}`;
+    const children = Array.from({ length: run.settings.groupSize }, (_, sample) => `${groupId}-s${sample}`);
+    const group: GroupState = { groupId, questionIndex: run.nextQuestion, children, rewards: children.map(() => null) };
+    const enter = () => {
+      run = { ...run, nextQuestion: run.nextQuestion + 1, started: run.started + children.length, groups: [...run.groups, group] };
+    };
+    // The group is in the window before any child can report to it (signals of a workflow task are
+    // delivered before the child starts it resolves).
+    if (groupBeforeChildren) enter();
+    for (const [sample, childId] of children.entries()) {
+      const childInput = childTrajectoryInput({
+        question, runId: input.runId, datasetKey: input.datasetKey, policyVersion: run.version, sample, settings: raw.trajectory, reportTo: workflowId,
+      });
       await startChild<typeof trajectory>('trajectory', { workflowId: childId, args: [childInput], parentClosePolicy: ParentClosePolicy.ABANDON });
-      children.push(childId);
     }
-    s = { ...s, nextQuestion: s.nextQuestion + 1, started: s.started + children.length,
-      groups: [...s.groups, { groupId, questionIndex: s.nextQuestion, children, rewards: children.map(() => null) }] };
+    if (!groupBeforeChildren) enter();
     return true;
   }
 
   /** Finished groups leave the window; all-equal-reward groups are dropped from the buffer. */
   async function settleGroups(): Promise<void> {
-    const done = s.groups.filter((group) => group.rewards.every((reward) => reward !== null));
+    const done = run.groups.filter((group) => group.rewards.every((reward) => reward !== null));
     if (done.length === 0) return;
-    const useless = s.settings.dropEqualRewardGroups ? done.filter((group) => new Set(group.rewards).size === 1) : [];
+    const useless = run.settings.dropEqualRewardGroups ? done.filter((group) => new Set(group.rewards).size === 1) : [];
     const uselessIds = new Set(useless.flatMap((group) => group.children));
-    if (useless.length > 0) await act.dropTrajectories({ runId: input.runId, trajectoryIds: useless.flatMap((group) => group.children), reason: 'equal rewards in group' });
-    const oldestVersions = omit(s.oldestVersions, uselessIds);
-    const rewards = omit(s.rewards ?? {}, uselessIds);
+    if (useless.length > 0) await learnerActivities.dropTrajectories({ runId: input.runId, trajectoryIds: [...uselessIds], reason: 'equal rewards in group' });
     const kept = done.filter((group) => !useless.includes(group)).reduce((count, group) => count + group.children.length, 0);
-    s = { ...s, oldestVersions, rewards, groups: s.groups.filter((group) => !done.includes(group)), ready: s.ready + kept, dropped: s.dropped + useless.reduce((count, group) => count + group.children.length, 0) };
+    run = {
+      ...run, oldestVersions: omit(run.oldestVersions, uselessIds), rewards: omit(run.rewards ?? {}, uselessIds),
+      groups: run.groups.filter((group) => !done.includes(group)), ready: run.ready + kept, dropped: run.dropped + uselessIds.size,
+    };
   }
 
   function admissible(): boolean {
-    const { groupSize, batchSize, eta, maxInflight } = s.settings;
-    // AReaL's rule: a rollout may start only if it can be consumed while still within η versions.
-    // Dropped trajectories never will be consumed, so they do not count against it.
-    // With nothing in flight and too little ready, admit anyway: the rule must never stall the run.
-    const starved = inflight() === 0 && !training && s.ready < batchSize;
-    return !s.paused && questionsLeft && inflight() + groupSize <= maxInflight
-      && (starved || s.started - s.dropped + groupSize <= (s.version - input.startVersion + eta + 1) * batchSize);
+    return mayAdmitGroup({
+      started: run.started, dropped: run.dropped, inflight: inflight(), ready: run.ready, version: run.version, startVersion: input.startVersion,
+      training, paused: run.paused, questionsLeft,
+    }, run.settings);
   }
 
   async function trainOnce(): Promise<void> {
     training = true;
     try {
-      const claim = await act.claimBatch({ runId: input.runId, step: s.step, batchSize: s.settings.batchSize, currentVersion: s.version, eta: s.settings.eta, selection: s.settings.selection, minGroupSize: s.settings.groupSize });
+      const { eta, batchSize, groupSize, selection } = run.settings;
+      const claim = await learnerActivities.claimBatch({ runId: input.runId, step: run.step, batchSize, currentVersion: run.version, eta, selection, minGroupSize: groupSize });
       if (claim.trajectoryIds.length === 0) {
         // None eligible: what is ready is too stale. Drop it for good and wait for fresh groups.
-        const stale = await act.releaseStaleTrajectories({ runId: input.runId, currentVersion: s.version, eta: s.settings.eta });
-        s = { ...s, ready: 0, dropped: s.dropped + stale.dropped };
+        const stale = await learnerActivities.releaseStaleTrajectories({ runId: input.runId, currentVersion: run.version, eta });
+        run = { ...run, ready: 0, dropped: run.dropped + stale.dropped };
         return;
       }
       // A short claim (some went stale) is trained on as it is: claimed trajectories are never given back.
       const startedAt = Date.now();
-      const result = await train.trainStep({
-        runId: input.runId, step: s.step, trajectoryIds: claim.trajectoryIds, baseVersion: s.version, outputVersion: s.version + 1,
-        groupSize: s.settings.groupSize, hyperparameters: raw.hyperparameters ?? {},
+      const result = await trainer.trainStep({
+        runId: input.runId, step: run.step, trajectoryIds: claim.trajectoryIds, baseVersion: run.version, outputVersion: run.version + 1,
+        groupSize, eta, hyperparameters: raw.hyperparameters ?? {},
       });
       const trainMs = Date.now() - startedAt;
-      const batchRewards = claim.trajectoryIds.map((id) => s.rewards?.[id]).filter((reward): reward is number => reward !== undefined);
+      const batchRewards = claim.trajectoryIds.map((id) => run.rewards?.[id]).filter((reward): reward is number => reward !== undefined);
       // Serving switches to the new version before in-flight trajectories hear of it (publish), so
       // what they resubmit runs on it. Learners started before weight sync replay without the call.
-      const synced = patched('weight-sync') ? await infer.syncWeights({ runId: input.runId, version: result.version }) : undefined;
-      const staleness = Math.max(0, ...claim.trajectoryIds.map((id) => s.version - (s.oldestVersions[id] ?? s.version)));
+      const synced = patched('weight-sync') ? await inference.syncWeights({ runId: input.runId, version: result.version }) : undefined;
+      const staleness = Math.max(0, ...claim.trajectoryIds.map((id) => run.version - (run.oldestVersions[id] ?? run.version)));
       const consumed = new Set(claim.trajectoryIds);
-      const oldestVersions = omit(s.oldestVersions, consumed);
-      const rewards = omit(s.rewards ?? {}, consumed);
       const stats: StepStats = {
-        step: s.step, version: result.version, trainSeconds: trainMs / 1000, finishedAtMs: Date.now(), maxStaleness: staleness,
+        step: run.step, version: result.version, trainSeconds: trainMs / 1000, finishedAtMs: Date.now(), maxStaleness: staleness,
         ...(synced ? { syncSeconds: synced.seconds } : {}),
-        meanReward: batchRewards.length ? batchRewards.reduce((a, b) => a + b, 0) / batchRewards.length : 0,
+        meanReward: batchRewards.length ? batchRewards.reduce((sum, reward) => sum + reward, 0) / batchRewards.length : 0,
       };
-      s = { ...s, oldestVersions, rewards, version: result.version, step: s.step + 1, consumed: s.consumed + claim.trajectoryIds.length, ready: Math.max(0, s.ready - claim.trajectoryIds.length), busyMs: s.busyMs + trainMs, history: [...s.history, stats] };
-      upsertSearchAttributes([{ key: searchAttributes.policyVersion, value: s.version }, { key: searchAttributes.meanReward, value: stats.meanReward }]);
-      const released = await act.releaseStaleTrajectories({ runId: input.runId, currentVersion: s.version, eta: s.settings.eta });
-      if (released.dropped > 0) s = { ...s, dropped: s.dropped + released.dropped, ready: Math.max(0, s.ready - released.dropped) };
+      run = {
+        ...run, oldestVersions: omit(run.oldestVersions, consumed), rewards: omit(run.rewards ?? {}, consumed), version: result.version, step: run.step + 1,
+        consumed: run.consumed + consumed.size, ready: Math.max(0, run.ready - consumed.size), busyMs: run.busyMs + trainMs, history: [...run.history, stats],
+      };
+      upsertSearchAttributes([{ key: searchAttributes.policyVersion, value: run.version }, { key: searchAttributes.meanReward, value: stats.meanReward }]);
+      const released = await learnerActivities.releaseStaleTrajectories({ runId: input.runId, currentVersion: run.version, eta: run.settings.eta });
+      if (released.dropped > 0) run = { ...run, dropped: run.dropped + released.dropped, ready: Math.max(0, run.ready - released.dropped) };
       await publish();
     } finally {
       training = false;
@@ -165,46 +178,47 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
 
   /** Tell in-flight trajectories about the new version; they resubmit generations under it. */
   async function publish(): Promise<void> {
-    const running = s.groups.flatMap((group) => group.children.filter((_, index) => group.rewards[index] === null));
+    const running = run.groups.flatMap((group) => group.children.filter((_, index) => group.rewards[index] === null));
     await Promise.all(running.map(async (childId) => {
       const handle = getExternalWorkflowHandle(childId);
       try {
-        if (s.settings.interruptOnPublish) await handle.signal(interruptSignal);
+        if (run.settings.interruptOnPublish) await handle.signal(interruptSignal);
       } catch {
         /* the child may have finished meanwhile */
       }
     }));
   }
 
-  let trainer: Promise<void> | undefined;
-  while (s.step < s.settings.maxSteps) {
+  let trainerRun: Promise<void> | undefined;
+  while (run.step < run.settings.maxSteps) {
     changed = false;
     await settleGroups();
-    if (s.settings.mode === 'async') {
+    const { mode, batchSize, groupSize } = run.settings;
+    if (mode === 'async') {
       while (admissible()) if (!(await startGroup())) break;
-      if (!training && ready() >= s.settings.batchSize) trainer = trainOnce();
+      if (!training && run.ready >= batchSize) trainerRun = trainOnce();
     } else if (!training) {
       // sync: generate a whole batch, wait for all of it, then train while nothing generates
-      if (s.groups.length === 0 && ready() < s.settings.batchSize && !s.paused) {
-        for (let count = 0; count < s.settings.batchSize && questionsLeft; count += s.settings.groupSize) await startGroup();
-      } else if (s.groups.length === 0 && ready() >= s.settings.batchSize) {
-        trainer = trainOnce();
+      if (run.groups.length === 0 && run.ready < batchSize && !run.paused) {
+        for (let count = 0; count < batchSize && questionsLeft; count += groupSize) await startGroup();
+      } else if (run.groups.length === 0 && run.ready >= batchSize) {
+        trainerRun = trainOnce();
       }
     }
-    if (!training && s.groups.length === 0 && !questionsLeft && ready() < s.settings.batchSize) break; // out of data
+    if (!training && run.groups.length === 0 && !questionsLeft && run.ready < batchSize) break; // out of data
     if (!training && workflowInfo().continueAsNewSuggested) {
       await condition(allHandlersFinished);
-      await continueAsNew<typeof learner>({ ...raw, carried: s });
+      await continueAsNew<typeof learner>({ ...raw, carried: run });
     }
     await condition(() => changed);
   }
-  await trainer;
-  const wallSeconds = (Date.now() - s.startedAtMs) / 1000;
+  await trainerRun;
+  const wallSeconds = (Date.now() - run.startedAtMs) / 1000;
   upsertSearchAttributes([{ key: searchAttributes.status, value: 'completed' }]);
   return {
-    runId: input.runId, mode: s.settings.mode, steps: s.step, finalVersion: s.version, consumed: s.consumed, dropped: s.dropped,
-    samplesPerHour: wallSeconds > 0 ? (s.consumed / wallSeconds) * 3600 : 0, trainerBusy: busyFraction(),
-    maxStaleness: Math.max(0, ...s.history.map((stats) => stats.maxStaleness)), wallSeconds, history: s.history,
+    runId: input.runId, mode: run.settings.mode, steps: run.step, finalVersion: run.version, consumed: run.consumed, dropped: run.dropped,
+    samplesPerHour: wallSeconds > 0 ? (run.consumed / wallSeconds) * 3600 : 0, trainerBusy: busyFraction(),
+    maxStaleness: Math.max(0, ...run.history.map((stats) => stats.maxStaleness)), wallSeconds, history: run.history,
   };
 }
 

@@ -13,6 +13,7 @@ import { searchAttributes } from './contracts/search-attributes.js';
 import type { TrajectoryInput, TrajectoryResult } from './contracts/trajectory.contract.js';
 import { warmStartStateQuery, type SftActivities, type WarmStartInput, type WarmStartPhase, type WarmStartResult, type WarmStartState, type WarmStartStep } from './contracts/warm-start.contract.js';
 import { parseWarmStartInput } from './contracts/warm-start.input.js';
+import { childTrajectoryInput } from './trajectory-child.js';
 import { validated } from './validated.js';
 import type { trajectory } from './trajectory.workflow.js';
 
@@ -64,13 +65,10 @@ export async function warmStart(raw: WarmStartInput): Promise<WarmStartResult> {
     const samples = gold ? 1 : settings.samplesPerQuestion;
     for (let sample = 0; sample < samples; sample += 1) {
       while (running.size >= settings.concurrency) await Promise.race(running);
-      await launch(`${input.runId}-q${index}-s${sample}`, {
-        question: question.question, answers: question.answers, questionId: question.id, dataset: input.datasetKey, runId: input.runId,
-        policyVersion: version, ...(raw.trajectory?.limits ? { limits: raw.trajectory.limits } : {}),
-        options: { ...(raw.trajectory?.options ?? {}), seed: (raw.trajectory?.options?.seed ?? 0) + sample },
-        ...(raw.trajectory?.rewardMetric ? { rewardMetric: raw.trajectory.rewardMetric } : {}),
+      await launch(`${input.runId}-q${index}-s${sample}`, childTrajectoryInput({
+        question, runId: input.runId, datasetKey: input.datasetKey, policyVersion: version, sample, settings: raw.trajectory,
         ...(gold ? { forcedTurns: question.goldTurns } : {}),
-      });
+      }));
     }
   }
   await Promise.all(running);

@@ -1,6 +1,6 @@
 import { config } from '../../infra/config.js';
-import { runConcurrencyBenchmark, runOverheadBenchmark } from '../../infra/bench/agent-benchmarks.js';
-import { runAsyncBenchmark } from '../../infra/bench/async-benchmark.js';
+import { runConcurrencyBenchmark, runOverheadBenchmark } from '../../bench/agent-benchmarks.js';
+import { runAsyncBenchmark } from '../../bench/async-benchmark.js';
 import { stackUp } from '../../infra/services/stack.js';
 import { integerFlag, parseFlags } from '../arguments.js';
 

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { config } from '../../infra/config.js';
-import { runInferBenchmark } from '../../gpu/infer/infer-benchmark.js';
+import { runInferBenchmark } from '../../bench/infer-benchmark.js';
 import { integerFlag, parseFlags } from '../arguments.js';
 import { UsageError } from '../command.js';
 import { preparedModelDir } from './model.command.js';

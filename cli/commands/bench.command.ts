@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { config } from '../../infra/config.js';
 import { repoRoot } from '../../infra/paths.js';
-import { runSearchBenchmark } from '../../infra/search/search-benchmark.js';
+import { runSearchBenchmark } from '../../bench/search-benchmark.js';
 import { inferBenchmark } from './bench-infer.command.js';
 import { asyncBenchmark, concurrencyBenchmark, overheadBenchmark } from './bench-agent.command.js';
 import { integerFlag, parseFlags } from '../arguments.js';

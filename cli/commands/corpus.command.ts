@@ -1,6 +1,6 @@
 import { config } from '../../infra/config.js';
-import { corpusCounts } from '../../infra/corpus/corpus-writer.pg.js';
-import { buildDefaultCorpus } from '../../infra/corpus/default-corpus.js';
+import { corpusCounts } from '../../corpus/corpus-writer.pg.js';
+import { buildDefaultCorpus } from '../../corpus/default-corpus.js';
 import { openSearchDatabase } from '../../infra/search/open.js';
 import { integerFlag, parseFlags } from '../arguments.js';
 import { UsageError, type Command } from '../command.js';

@@ -5,8 +5,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Client } from '@temporalio/client';
 import { config } from '../../infra/config.js';
 import { createS3BlobStore } from '../../infra/blob/blob-store.s3.js';
-import { buildDefaultCorpus } from '../../infra/corpus/default-corpus.js';
-import { capitalQuestions } from '../../infra/demo/questions.js';
+import { buildDefaultCorpus } from '../../corpus/default-corpus.js';
+import { capitalQuestions } from '../../corpus/demo-questions.js';
 import { repoRoot } from '../../infra/paths.js';
 import { createPool } from '../../infra/postgres/database.js';
 import { createPgPolicyVersionStore } from '../../infra/postgres/policy-version-store.pg.js';
@@ -19,6 +19,7 @@ import { trajectoryWorkflowType, type TrajectoryResult } from '../../workflows/c
 import { warmStartWorkflowType, type WarmStartResult } from '../../workflows/contracts/warm-start.contract.js';
 import { integerFlag, parseFlags, rateFlag } from '../arguments.js';
 import type { Command } from '../command.js';
+import { onInterrupt } from '../interrupt.js';
 import { progressBar } from '../progress.js';
 import { startVersionFlag } from '../start-version.js';
 import { followWarmStart } from './warm-start.command.js';
@@ -53,7 +54,12 @@ async function evaluate(client: Client, label: string, questions: readonly Quest
 function runChild(args: string[]): Promise<void> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [path.join(repoRoot, 'dist', 'cli', 'main.js'), ...args], { stdio: ['ignore', 'ignore', 'inherit'] });
-    child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`longhaul ${args.join(' ')} exited with ${code}`))));
+    const unregister = onInterrupt(`stopping longhaul ${args.join(' ')}`, () => { child.kill('SIGTERM'); });
+    child.once('exit', (code) => {
+      unregister();
+      if (code === 0) resolve();
+      else reject(new Error(`longhaul ${args.join(' ')} exited with ${code}`));
+    });
   });
 }
 

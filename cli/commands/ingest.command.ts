@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { config } from '../../infra/config.js';
-import { ingestFile, IngestError } from '../../infra/corpus/ingest.js';
+import { ingestFile, IngestError } from '../../corpus/ingest.js';
 import { openSearchDatabase } from '../../infra/search/open.js';
 import { integerFlag, parseFlags } from '../arguments.js';
 import { UsageError, type Command } from '../command.js';

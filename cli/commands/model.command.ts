@@ -1,9 +1,7 @@
 import path from 'node:path';
 import { config } from '../../infra/config.js';
-import { createS3BlobStore } from '../../infra/blob/blob-store.s3.js';
-import { createPool } from '../../infra/postgres/database.js';
-import { createPgPolicyVersionStore } from '../../infra/postgres/policy-version-store.pg.js';
 import { enginePython } from '../../infra/services/binaries.js';
+import { openServices } from '../../composition/services.js';
 import { ensurePreparedModel } from '../../gpu/infer/model-files.js';
 import { publishPolicyVersion } from '../../gpu/infer/policy-store.js';
 import { integerFlag, parseFlags } from '../arguments.js';
@@ -44,16 +42,16 @@ export const modelCommand: Command = {
     log(`${built ? 'prepared' : 'reusing'} ${manifest.name} (${manifest.parameters.toLocaleString('en-US')} parameters) in ${out}`);
     let published = false;
     if (!values['no-publish']) {
-      const pool = createPool(settings.postgres.url, 2);
+      const services = openServices(settings);
       try {
         const result = await publishPolicyVersion({
-          blobs: createS3BlobStore(settings), versions: createPgPolicyVersionStore(pool), modelDir: out, version,
+          blobs: services.blobs, versions: services.versions, modelDir: out, version,
           onProgress: (file, bytes) => log(`uploaded ${file} (${(bytes / 1048576).toFixed(1)} MiB)`),
         });
         published = result.published;
         log(published ? `published as policy version ${version}` : `policy version ${version} already holds these files`);
       } finally {
-        await pool.end();
+        await services.close();
       }
     }
     const seconds = Math.round((Date.now() - started) / 100) / 10;

@@ -2,7 +2,7 @@ import { config, type Config } from '../../infra/config.js';
 import { embedMissingPassages } from '../../infra/search/dense-search.pg.js';
 import { createHttpEmbeddingClient } from '../../infra/search/embeddings.http.js';
 import { openSearchDatabase } from '../../infra/search/open.js';
-import { searchEngine } from '../../infra/search/tool-registry.js';
+import { searchEngine } from '../../composition/tool-registry.js';
 import { integerFlag, parseFlags } from '../arguments.js';
 import { UsageError, type Command } from '../command.js';
 import { progressBar } from '../progress.js';

@@ -1,11 +1,9 @@
 import { once } from 'node:events';
 import { config } from '../../infra/config.js';
-import { createS3BlobStore } from '../../infra/blob/blob-store.s3.js';
-import { createPool } from '../../infra/postgres/database.js';
-import { createPgPolicyVersionStore } from '../../infra/postgres/policy-version-store.pg.js';
 import { createOnnxBackend } from '../../gpu/infer/onnx.backend.js';
 import { createOpenAIServer } from '../../gpu/infer/openai-server.js';
-import { openLocalPolicy } from '../../gpu/infer/policy-backend.js';
+import { openLocalPolicy } from '../../composition/policy-backend.js';
+import { openServices } from '../../composition/services.js';
 import { integerFlag, parseFlags } from '../arguments.js';
 import type { Command } from '../command.js';
 
@@ -35,11 +33,11 @@ export const serveCommand: Command = {
     if (modelDir) {
       backend = await createOnnxBackend({ modelDir, version: integerFlag(values.version, 'version', settings.policy.version ?? 0, 0), threads, executionProviders });
     } else {
-      const pool = createPool(settings.postgres.url, 1);
+      const services = openServices(settings, { poolSize: 1 });
       try {
-        ({ backend } = await openLocalPolicy(settings, { blobs: createS3BlobStore(settings), versions: createPgPolicyVersionStore(pool) }));
+        ({ backend } = await openLocalPolicy(settings, services));
       } finally {
-        await pool.end();
+        await services.close();
       }
     }
     const server = createOpenAIServer({ backend, modelName: values.name ?? backend.model.manifest.name });

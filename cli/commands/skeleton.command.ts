@@ -2,11 +2,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { config } from '../../infra/config.js';
-import { createS3BlobStore } from '../../infra/blob/blob-store.s3.js';
-import { createPool } from '../../infra/postgres/database.js';
-import { createPgSkeletonStepStore } from '../../infra/postgres/skeleton-step-store.pg.js';
 import { stackUp } from '../../infra/services/stack.js';
-import { connectClient } from '../../infra/temporal/connection.js';
+import { openServices } from '../../composition/services.js';
 import { taskQueueName } from '../../workflows/contracts/queues.js';
 import { skeletonStateQuery, skeletonWorkflowType, payloadRoundTripWorkflowType, type SkeletonResult, type PayloadRoundTripResult } from '../../workflows/contracts/skeleton.contract.js';
 import { integerFlag, parseFlags } from '../arguments.js';
@@ -34,8 +31,10 @@ A quick check that the stack is durable and healthy.
     await stackUp(settings, { workers: true, onStarted: (name) => console.error(`  ✓ ${name}`) });
     if (settings.temporal.embedded) console.error(`Web UI: http://127.0.0.1:${settings.temporal.uiPort}/namespaces/${settings.temporal.namespace}/workflows`);
 
-    const blobs = createS3BlobStore(settings);
-    const client = await connectClient(settings, blobs);
+    const services = openServices(settings);
+    try {
+    const { blobs } = services;
+    const client = await services.client();
     const taskQueue = taskQueueName('agent', settings.taskQueuePrefix);
     const workflowId = `demo-skeleton-${new Date().toISOString().replace(/[:.]/g, '-')}`;
     const handle = await client.workflow.start(skeletonWorkflowType, { taskQueue, workflowId, args: [{ steps, stepDelayMs, label: 'demo' }] });
@@ -52,9 +51,7 @@ A quick check that the stack is durable and healthy.
     bar.finish();
     const seconds = (Date.now() - startedAt) / 1000;
 
-    const pool = createPool(settings.postgres.url, 2);
-    const rows = await createPgSkeletonStepStore(pool).list(workflowId);
-    await pool.end();
+    const rows = await services.skeletonSteps.list(workflowId);
     const objects = await blobs.list(`skeleton/${workflowId}/`);
 
     const payload = await client.workflow.execute(payloadRoundTripWorkflowType, { taskQueue, workflowId: `${workflowId}-payload`, args: [{ bytes: 5 * 1024 * 1024 }] }) as PayloadRoundTripResult;
@@ -69,7 +66,9 @@ A quick check that the stack is durable and healthy.
     fs.writeFileSync(reportPath, JSON.stringify(report, null, 2));
     console.log(`skeleton: ${result.steps} steps in ${seconds.toFixed(1)} s → ${rows.length} rows, ${objects.length} objects; 5 MiB payload round trip ok (sha256 ${payload.sha256.slice(0, 12)}…)`);
     console.log(`report: ${reportPath}`);
-    await client.connection.close();
     return report.ok ? 0 : 1;
+    } finally {
+      await services.close();
+    }
   },
 };

@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { createToolActivities } from '../../activities/tools/run-tools.activities.js';
 import { config } from '../../infra/config.js';
-import { parseJson } from '../../infra/corpus/records.js';
+import { parseJson } from '../../corpus/records.js';
 import { openSearchDatabase } from '../../infra/search/open.js';
 import { createPgToolCallStore } from '../../infra/search/tool-call-store.pg.js';
-import { buildToolRegistry } from '../../infra/search/tool-registry.js';
+import { buildToolRegistry } from '../../composition/tool-registry.js';
 import { parseFlags } from '../arguments.js';
 import { UsageError, type Command } from '../command.js';
 

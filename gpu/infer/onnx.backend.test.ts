@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { InvalidGenerateRequestError } from '../../activities/ports/policy-request.schema.js';
 import { createOnnxBackend, type OnnxBackend } from './onnx.backend.js';
-import { pythonJson, tinyModelDir } from './test-model.js';
+import { pythonJson, tinyModelDir } from '../../test/doubles/test-model.js';
 
 /** Log-probabilities of `generated` after `prompt` under the PyTorch model (safetensors), for comparison. */
 const pythonLogprobs = `

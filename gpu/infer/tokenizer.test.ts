@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { before, describe, it } from 'node:test';
 import { renderChat, type ChatMessage } from './chat-template.js';
-import { pythonJson, tinyModelDir } from './test-model.js';
+import { pythonJson, tinyModelDir } from '../../test/doubles/test-model.js';
 import { BpeTokenizer, TokenizerError } from './tokenizer.js';
 
 const samples = [

@@ -12,7 +12,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import { repoRoot } from '../../infra/paths.js';
-import { testPython } from '../infer/test-model.js';
+import { testPython } from '../../test/doubles/test-model.js';
 import { batchManifestSchema, manifestJsonSchemaPath, manifestJsonSchemaText, type BatchManifest } from './manifest.js';
 import type { TrainingRecord } from '../../activities/ports/trajectory-record.schema.js';
 import { InvalidBatchError, rlSamples, sftSamples } from './samples.js';

@@ -1,7 +1,8 @@
 /**
  * Inputs of `trainStep` and `sftStep`, validated before anything else happens. Hyperparameters use
- * the engine's names (gpu/train/manifest.ts); any left out take the defaults below, so the
- * learner can pass `{ ppo: { maxStaleness: 2 } }` alone.
+ * the engine's names (gpu/train/manifest.ts); any left out take the defaults below, so a
+ * caller can pass `{ learningRate: 1e-4 }` alone. The staleness bound comes from the learner's η
+ * (`eta`), not from the hyperparameters.
  */
 import { z } from 'zod';
 import { rlHyperparametersSchema, sftHyperparametersSchema, type RlHyperparameters, type SftHyperparameters } from './manifest.js';
@@ -39,6 +40,8 @@ const trainStepShape = z.object({
   ...stepFields,
   /** Trajectories per question (G); group normalisation needs G ≥ 2. */
   groupSize: z.number().int().min(1),
+  /** The learner's η: when given, the one staleness bound of every check (hyperparameters.ppo.maxStaleness follows it). */
+  eta: z.number().int().min(0).max(1000).optional(),
   hyperparameters: z.record(z.string(), z.unknown()).default({}),
 }).strict();
 
@@ -68,8 +71,13 @@ export function parseTrainStepInput(raw: unknown): TrainStepRequest {
   const input = parseOrRefuse(trainStepShape, raw);
   checkVersions(input);
   const given = input.hyperparameters;
-  const merged = { ...defaultRlHyperparameters, ...given, ppo: { ...defaultRlHyperparameters.ppo, ...(isObject(given.ppo) ? given.ppo : {}) } };
   if (given.ppo !== undefined && !isObject(given.ppo)) throw new InvalidBatchError('hyperparameters.ppo: expected an object');
+  const givenPpo = isObject(given.ppo) ? given.ppo : {};
+  if (input.eta !== undefined && givenPpo.maxStaleness !== undefined && givenPpo.maxStaleness !== input.eta) {
+    throw new InvalidBatchError(`hyperparameters.ppo.maxStaleness is ${JSON.stringify(givenPpo.maxStaleness)} but the learner's η (settings.eta) is ${input.eta}: η is set once, on the learner; remove ppo.maxStaleness`);
+  }
+  const ppo = { ...defaultRlHyperparameters.ppo, ...givenPpo, ...(input.eta !== undefined ? { maxStaleness: input.eta } : {}) };
+  const merged = { ...defaultRlHyperparameters, ...given, ppo };
   const hyperparameters = parseOrRefuse(rlHyperparametersSchema, merged, 'hyperparameters');
   if (hyperparameters.ppo.groupNormalise && input.groupSize < 2) {
     throw new InvalidBatchError(`groupSize is ${input.groupSize}, hyperparameters.ppo.groupNormalise needs at least 2 samples per group (G >= 2)`);

@@ -9,7 +9,7 @@ import { once } from 'node:events';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createOnnxBackend, type OnnxBackend } from '../../gpu/infer/onnx.backend.js';
-import { tinyModelDir } from '../../gpu/infer/test-model.js';
+import { tinyModelDir } from '../../test/doubles/test-model.js';
 import { repoRoot } from '../paths.js';
 import { createOpenAIBackend, InferenceRequestError, InferenceUnavailableError, retryAfterMs } from './openai.backend.js';
 

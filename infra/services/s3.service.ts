@@ -28,9 +28,9 @@ export function s3Service(config: Config): Service {
         await ensureBucket(createS3Client(config), s3.bucket).catch((error: Error) => {
           throw new ServiceError(`S3 at S3_ENDPOINT=${s3.endpoint} is not usable: ${error.message}`, 'check S3_ENDPOINT and S3_ACCESS_KEY_ID/S3_SECRET_ACCESS_KEY, or unset S3_ENDPOINT to run the embedded server');
         });
-        return;
+        return 'reused';
       }
-      if (runningPid(config.home, NAME) !== undefined && (await bucketReady().catch(() => false))) return;
+      if (runningPid(config.home, NAME) !== undefined && (await bucketReady().catch(() => false))) return 'reused';
       for (const [role, port] of Object.entries(ports)) {
         for (const candidate of [port, port + 10_000]) {
           if (await canConnect(candidate)) {
@@ -53,9 +53,11 @@ export function s3Service(config: Config): Service {
           `-s3.config=${identities}`, `-bucket=${s3.bucket}`],
       });
       const log = logFile(config.home, NAME);
-      await waitFor('SeaweedFS S3 gateway', () => bucketReady(), 90_000, log).catch((error: unknown) => {
+      await waitFor('SeaweedFS S3 gateway', () => bucketReady(), 90_000, log).catch(async (error: unknown) => {
+        await stopProcess(config.home, NAME, 15_000); // a failed start leaves nothing running
         throw new ServiceError(`${(error as Error).message.split('\n')[0]}\n${tail(log)}`, `read ${log}`);
       });
+      return 'launched';
     },
     async stop() {
       if (s3.embedded) await stopProcess(config.home, NAME, 15_000);

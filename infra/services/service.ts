@@ -9,10 +9,16 @@ export interface ServiceStatus {
   readonly detail?: string;
 }
 
+/** What a start did: `launched` a process (which `stop()` undoes), or `reused` one already running or provided. */
+export type StartOutcome = 'launched' | 'reused';
+
 export interface Service {
   readonly name: string;
-  /** Start if needed; a second call is harmless. Throws ServiceError with a fix on failure. */
-  start(): Promise<void>;
+  /**
+   * Start if needed; a second call is harmless. Throws ServiceError with a fix on failure, and then
+   * leaves nothing of its own running (a process it launched is stopped again before it throws).
+   */
+  start(): Promise<StartOutcome>;
   /** Stop if we started it; keeps all data. */
   stop(): Promise<void>;
   status(): Promise<ServiceStatus>;

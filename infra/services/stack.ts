@@ -13,26 +13,54 @@ export function coreServices(config: Config): Service[] {
 export interface UpOptions {
   readonly workers: boolean;
   readonly onStarted?: (service: string, seconds: number) => void;
+  /** Aborting it makes `stackUp` stop what it launched (once the starts in flight have settled) and throw. */
+  readonly signal?: AbortSignal;
 }
 
-/** Start what is not running; a second call is harmless. Core services start in parallel. */
+/**
+ * Start what is not running; a second call is harmless. Core services start in parallel.
+ * All or nothing: when any start fails (or `signal` aborts), the services this call launched are
+ * stopped again before it throws, so a failed start never leaves ports held; services that were
+ * already running before the call are left as they were.
+ */
 export async function stackUp(config: Config, options: UpOptions): Promise<void> {
-  await Promise.all(coreServices(config).map(async (service) => {
+  const launched: Service[] = [];
+  const start = async (service: Service) => {
     const startedAt = Date.now();
-    await service.start();
+    if ((await service.start()) === 'launched') launched.push(service);
     options.onStarted?.(service.name, (Date.now() - startedAt) / 1000);
-  }));
-  if (!options.workers) return;
-  for (const worker of workerServices(config)) {
-    await worker.start();
-    options.onStarted?.(worker.name, 0);
+  };
+  try {
+    options.signal?.throwIfAborted();
+    // allSettled, not all: a failure must wait for the other starts, or they would launch after the rollback.
+    const failures = (await Promise.allSettled(coreServices(config).map(start)))
+      .filter((outcome): outcome is PromiseRejectedResult => outcome.status === 'rejected').map((outcome) => outcome.reason as Error);
+    if (failures.length === 1) throw failures[0]!;
+    if (failures.length > 1) throw new Error(failures.map((failure) => failure.message).join('\n'));
+    if (!options.workers) return;
+    for (const worker of workerServices(config)) {
+      options.signal?.throwIfAborted();
+      await start(worker);
+    }
+    options.signal?.throwIfAborted();
+  } catch (error) {
+    const rollback = await stopAll(launched.reverse()).then(() => undefined, (failure: Error) => failure);
+    if (rollback) throw new Error(`${(error as Error).message}\n(then, stopping what this start had launched: ${rollback.message})`);
+    throw error;
   }
 }
 
 /** Stop workers, then services. Data (workflows, rows, objects) stays under LONGHAUL_HOME. */
 export async function stackDown(config: Config): Promise<void> {
-  await Promise.all(workerServices(config).map((worker) => worker.stop()));
-  await Promise.all(coreServices(config).map((service) => service.stop()));
+  await stopAll(workerServices(config));
+  await stopAll(coreServices(config));
+}
+
+/** Stop each service, all of them even when one fails; then report every failure at once. */
+async function stopAll(services: readonly Service[]): Promise<void> {
+  const failures = (await Promise.allSettled(services.map((service) => service.stop())))
+    .flatMap((outcome, index) => (outcome.status === 'rejected' ? [`${services[index]!.name}: ${(outcome.reason as Error).message}`] : []));
+  if (failures.length > 0) throw new Error(`could not stop ${failures.join('\n')}`);
 }
 
 export async function stackStatus(config: Config): Promise<ServiceStatus[]> {

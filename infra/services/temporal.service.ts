@@ -42,9 +42,9 @@ export function temporalService(config: Config): Service {
       if (!temporal.embedded) {
         if (!(await healthy())) throw new ServiceError(`Temporal at TEMPORAL_ADDRESS=${temporal.address} is not reachable`, 'start that server, or unset TEMPORAL_ADDRESS to run the embedded dev server');
         await registerSearchAttributes();
-        return;
+        return 'reused';
       }
-      if (runningPid(config.home, NAME) !== undefined && (await healthy())) return;
+      if (runningPid(config.home, NAME) !== undefined && (await healthy())) return 'reused';
       if (await canConnect(temporal.port)) {
         throw new ServiceError(`port ${temporal.port} (Temporal gRPC) is in use by another process`,
           `stop that process, set LONGHAUL_TEMPORAL_PORT to a free port, or set TEMPORAL_ADDRESS=127.0.0.1:${temporal.port} to use that server`);
@@ -61,10 +61,16 @@ export function temporalService(config: Config): Service {
       for (const { name, type } of searchAttributeDefinitions) args.push('--search-attribute', `${name}=${type}`);
       startDetached(config.home, { name: NAME, command: temporalBinary(config.toolsDir), args });
       const log = logFile(config.home, NAME);
-      await waitFor('Temporal dev server', healthy, 60_000, log).catch((error: unknown) => {
-        throw new ServiceError(`${(error as Error).message.split('\n')[0]}\n${tail(log)}`, `read ${log}`);
-      });
-      await registerSearchAttributes();
+      try {
+        await waitFor('Temporal dev server', healthy, 60_000, log).catch((error: unknown) => {
+          throw new ServiceError(`${(error as Error).message.split('\n')[0]}\n${tail(log)}`, `read ${log}`);
+        });
+        await registerSearchAttributes();
+      } catch (error) {
+        await stopProcess(config.home, NAME); // a failed start leaves nothing running
+        throw error;
+      }
+      return 'launched';
     },
     async stop() {
       if (temporal.embedded) await stopProcess(config.home, NAME);

@@ -11,13 +11,14 @@ export function workerService(config: Config, role: QueueRole): Service {
   return {
     name,
     async start() {
-      if (runningPid(config.home, name) !== undefined) return;
+      if (runningPid(config.home, name) !== undefined) return 'reused';
       startDetached(config.home, {
         name,
         command: process.execPath,
         args: ['--enable-source-maps', path.join(repoRoot, 'dist', 'workers', `${role}.worker.js`)],
         cwd: repoRoot,
       });
+      return 'launched';
     },
     async stop() {
       await stopProcess(config.home, name, 15_000);

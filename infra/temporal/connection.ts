@@ -5,6 +5,7 @@ import type { DataConverter } from '@temporalio/common';
 import type { Config } from '../config.js';
 import type { BlobStore } from '../../activities/ports/blob-store.port.js';
 import { createBlobPayloadCodec } from './blob-payload-codec.js';
+import { startedWorkflowTracker } from './started-workflows.js';
 
 export function dataConverter(config: Config, store: BlobStore): DataConverter {
   return { payloadCodecs: [createBlobPayloadCodec(store, config.payloadThresholdBytes)] };
@@ -14,7 +15,7 @@ export async function connectClient(config: Config, store: BlobStore): Promise<C
   const connection = await Connection.connect({ address: config.temporal.address }).catch((error: Error) => {
     throw new Error(`cannot reach Temporal at ${config.temporal.address}: ${error.message}. Run ./longhaul up, or set TEMPORAL_ADDRESS.`);
   });
-  return new Client({ connection, namespace: config.temporal.namespace, dataConverter: dataConverter(config, store) });
+  return new Client({ connection, namespace: config.temporal.namespace, dataConverter: dataConverter(config, store), interceptors: { workflow: [startedWorkflowTracker] } });
 }
 
 export async function connectWorker(config: Config): Promise<NativeConnection> {

@@ -1,7 +1,7 @@
 /** In-process agent, gpu-infer and tools workers over the real server, for trajectory tests. */
 import type { PolicyBackend } from '../../activities/ports/policy.port.js';
 import type { ToolActivities } from '../../workflows/contracts/tools.contract.js';
-import { createInProcessAgent, type InProcessAgent } from '../../workers/in-process-agent.js';
+import { createInProcessAgent, type InProcessAgent } from '../../composition/in-process-agent.js';
 import type { TestContext } from './stack.js';
 
 export type AgentWorkers = InProcessAgent;

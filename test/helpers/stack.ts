@@ -11,9 +11,8 @@ import { loadConfig, type Config } from '../../infra/config.js';
 import { createS3BlobStore } from '../../infra/blob/blob-store.s3.js';
 import { createPool } from '../../infra/postgres/database.js';
 import { connectClient, connectWorker, dataConverter } from '../../infra/temporal/connection.js';
-import { repoRoot } from '../../infra/paths.js';
+import { repoRoot, workflowBundlePath } from '../../infra/paths.js';
 import { taskQueueName, type QueueRole } from '../../workflows/contracts/queues.js';
-import { workflowBundlePath } from '../../workers/run-worker.js';
 
 export function uniquePrefix(label: string): string {
   return `test-${label}-${randomUUID().slice(0, 8)}-`;

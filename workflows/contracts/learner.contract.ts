@@ -5,7 +5,7 @@
  * nothing is lost across continue-as-new.
  */
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
-import type { RewardMetric, TrajectoryLimits, TrajectoryOptions } from './trajectory.contract.js';
+import type { TrajectorySettings } from './trajectory.contract.js';
 
 export const learnerWorkflowType = 'learner';
 
@@ -40,7 +40,7 @@ export interface LearnerInput {
   /** Blob key of the training questions, JSONL of {"id","question","answers"}. */
   readonly datasetKey: string;
   readonly settings?: Partial<LearnerSettings>;
-  readonly trajectory?: { readonly limits?: Partial<TrajectoryLimits>; readonly options?: Partial<TrajectoryOptions>; readonly rewardMetric?: RewardMetric };
+  readonly trajectory?: TrajectorySettings;
   /** Passed through to trainStep (the engine validates it). */
   readonly hyperparameters?: Record<string, unknown>;
   /** Policy version to start from. @default 0 */
@@ -142,6 +142,12 @@ export interface TrainStepInput {
   readonly baseVersion: number;
   readonly outputVersion: number;
   readonly groupSize: number;
+  /**
+   * The learner's η (settings.eta): the one staleness bound, used by the buffer's claim and by every
+   * check of the train step (it overrides hyperparameters.ppo.maxStaleness, which must then be absent
+   * or equal). Absent only in steps scheduled by learners that predate it.
+   */
+  readonly eta?: number;
   readonly hyperparameters: Record<string, unknown>;
 }
 

@@ -80,6 +80,13 @@ export interface TrajectoryInput {
   readonly carried?: CarriedState;
 }
 
+/** What a parent workflow (learner, warm start) passes through to every trajectory child it starts. */
+export interface TrajectorySettings {
+  readonly limits?: Partial<TrajectoryLimits>;
+  readonly options?: Partial<TrajectoryOptions>;
+  readonly rewardMetric?: TrajectoryInput['rewardMetric'];
+}
+
 /** Counters that survive continue-as-new. Small by construction. */
 export interface CarriedState {
   readonly turn: number;
@@ -133,4 +140,7 @@ export const setPolicyVersionUpdate = defineUpdate<number, [number]>('setPolicyV
 export const interruptSignal = defineSignal<[]>('interrupt');
 
 /** Signal a finished trajectory sends to the workflow named in `reportTo` (the learner). */
-export const trajectoryFinishedSignal = defineSignal<[TrajectoryResult & { runId: string; questionId: string }]>('trajectoryFinished');
+/** What a finished trajectory tells the learner it reports to. */
+export type TrajectoryReport = TrajectoryResult & { runId: string; questionId: string };
+
+export const trajectoryFinishedSignal = defineSignal<[TrajectoryReport]>('trajectoryFinished');

@@ -7,7 +7,7 @@
  * sampling: G sampled trajectories per question, kept when their reward clears `minReward`.
  */
 import { defineQuery } from '@temporalio/workflow';
-import type { RewardMetric, TrajectoryLimits, TrajectoryOptions } from './trajectory.contract.js';
+import type { TrajectorySettings } from './trajectory.contract.js';
 
 export const warmStartWorkflowType = 'warmStart';
 
@@ -36,7 +36,7 @@ export interface WarmStartInput {
   /** Policy version to start from. @default 0 */
   readonly startVersion?: number;
   readonly settings?: Partial<WarmStartSettings>;
-  readonly trajectory?: { readonly limits?: Partial<TrajectoryLimits>; readonly options?: Partial<TrajectoryOptions>; readonly rewardMetric?: RewardMetric };
+  readonly trajectory?: TrajectorySettings;
   /** Passed through to sftStep (the engine validates it): learningRate, epochs, batchSize, trainable… */
   readonly hyperparameters?: Record<string, unknown>;
 }

@@ -1,22 +1,22 @@
 /** Builds the tool registry a tools worker serves, from config: which tools exist depends on what is configured. */
 import type pg from 'pg';
-import { createAccessTool } from '../../activities/tools/access.tool.js';
-import { createAnswerTool } from '../../activities/tools/answer.tool.js';
-import { ToolRegistry, type AnyToolPlugin } from '../../activities/tools/registry.js';
-import { createSearchTool } from '../../activities/tools/search.tool.js';
-import { createSqlTool } from '../../activities/tools/sql.tool.js';
-import { createWebFetchTool } from '../../activities/tools/web-fetch.tool.js';
-import { createWebSearchTool } from '../../activities/tools/web-search.tool.js';
-import type { SearchEngine } from '../../activities/ports/search.port.js';
-import { ConfigError, type Config } from '../config.js';
-import { createDenseSearchEngine } from './dense-search.pg.js';
-import { createHttpEmbeddingClient } from './embeddings.http.js';
-import { createHybridSearchEngine } from './hybrid-search.js';
-import { createPool } from '../postgres/database.js';
-import { createFtsSearchEngine } from './fts-search.pg.js';
-import { createPgReadOnlySql } from './read-only-sql.pg.js';
-import { createHttpPageFetcher } from './web-fetch.http.js';
-import { createHttpWebSearchClient } from './web-search.http.js';
+import { createAccessTool } from '../activities/tools/access.tool.js';
+import { createAnswerTool } from '../activities/tools/answer.tool.js';
+import { ToolRegistry, type AnyToolPlugin } from '../activities/tools/registry.js';
+import { createSearchTool } from '../activities/tools/search.tool.js';
+import { createSqlTool } from '../activities/tools/sql.tool.js';
+import { createWebFetchTool } from '../activities/tools/web-fetch.tool.js';
+import { createWebSearchTool } from '../activities/tools/web-search.tool.js';
+import type { SearchEngine } from '../activities/ports/search.port.js';
+import { ConfigError, type Config } from '../infra/config.js';
+import { createDenseSearchEngine } from '../infra/search/dense-search.pg.js';
+import { createHttpEmbeddingClient } from '../infra/search/embeddings.http.js';
+import { createHybridSearchEngine } from '../infra/search/hybrid-search.js';
+import { createPool } from '../infra/postgres/database.js';
+import { createFtsSearchEngine } from '../infra/search/fts-search.pg.js';
+import { createPgReadOnlySql } from '../infra/search/read-only-sql.pg.js';
+import { createHttpPageFetcher } from '../infra/search/web-fetch.http.js';
+import { createHttpWebSearchClient } from '../infra/search/web-search.http.js';
 
 export interface BuiltTools {
   readonly registry: ToolRegistry;

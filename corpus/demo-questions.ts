@@ -4,7 +4,7 @@
  * Split deterministically into train and held-out.
  */
 import type pg from 'pg';
-import type { QuestionRow } from '../../workflows/contracts/learner.contract.js';
+import type { QuestionRow } from '../workflows/contracts/learner.contract.js';
 
 export interface QuestionSplit {
   readonly train: QuestionRow[];

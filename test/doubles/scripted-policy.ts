@@ -5,7 +5,7 @@
  * token, so interruptions and kills can land mid-generation. A request's `forcedText` is the output as given.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { GenerateRequest, GenerateResult, PolicyBackend } from '../ports/policy.port.js';
+import type { GenerateRequest, GenerateResult, PolicyBackend } from '../../activities/ports/policy.port.js';
 
 interface Script {
   turns: number;

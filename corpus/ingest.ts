@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type pg from 'pg';
-import { refreshTermStatistics } from '../search/fts-search.pg.js';
+import { refreshTermStatistics } from '../infra/search/fts-search.pg.js';
 import { writeDocuments } from './corpus-writer.pg.js';
 import { DocumentNormaliser, type CorpusDocument } from './documents.js';
 import { readRecords } from './records.js';

@@ -3,9 +3,9 @@
  * generating, prefill and decode tokens/s for 1 and N concurrent sequences (each its own KV cache,
  * greedy decoding on the ONNX graph). Run: `longhaul bench infer --json`.
  */
-import { OnnxModel, type ExecutionProvider, type KeyValueCache } from './onnx-model.js';
-import { readManifest } from './model-files.js';
-import { BpeTokenizer } from './tokenizer.js';
+import { OnnxModel, type ExecutionProvider, type KeyValueCache } from '../gpu/infer/onnx-model.js';
+import { readManifest } from '../gpu/infer/model-files.js';
+import { BpeTokenizer } from '../gpu/infer/tokenizer.js';
 import path from 'node:path';
 
 export interface InferBenchmarkOptions {

@@ -16,7 +16,7 @@ import { createPgTrajectoryStore } from '../infra/postgres/trajectory-store.pg.j
 import { connectWorker, dataConverter } from '../infra/temporal/connection.js';
 import { taskQueueName, type QueueRole } from '../workflows/contracts/queues.js';
 import type { ToolActivities } from '../workflows/contracts/tools.contract.js';
-import { workflowBundlePath } from './run-worker.js';
+import { workflowBundlePath } from '../infra/paths.js';
 
 export interface InProcessAgentOptions {
   readonly config: Config;

@@ -5,18 +5,18 @@
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createScriptedPolicy } from '../../activities/agent/scripted-policy.js';
-import { createScriptedTools } from '../../activities/agent/scripted-tools.js';
-import { createBufferActivities } from '../../activities/buffer.activities.js';
-import { createLearnerActivities } from '../../activities/learner.activities.js';
-import { createInProcessAgent } from '../../workers/in-process-agent.js';
-import type { Config } from '../config.js';
-import { createS3BlobStore } from '../blob/blob-store.s3.js';
-import { createPool } from '../postgres/database.js';
-import { createPgTrajectoryBuffer } from '../postgres/buffer.pg.js';
-import { connectClient } from '../temporal/connection.js';
-import { taskQueueName } from '../../workflows/contracts/queues.js';
-import { learnerWorkflowType, type LearnerMode, type LearnerResult, type TrainStepInput } from '../../workflows/contracts/learner.contract.js';
+import { createScriptedPolicy } from '../test/doubles/scripted-policy.js';
+import { createScriptedTools } from '../test/doubles/scripted-tools.js';
+import { createBufferActivities } from '../activities/buffer.activities.js';
+import { createLearnerActivities } from '../activities/learner.activities.js';
+import { createInProcessAgent } from '../composition/in-process-agent.js';
+import type { Config } from '../infra/config.js';
+import { createS3BlobStore } from '../infra/blob/blob-store.s3.js';
+import { createPool } from '../infra/postgres/database.js';
+import { createPgTrajectoryBuffer } from '../infra/postgres/buffer.pg.js';
+import { connectClient } from '../infra/temporal/connection.js';
+import { taskQueueName } from '../workflows/contracts/queues.js';
+import { learnerWorkflowType, type LearnerMode, type LearnerResult, type TrainStepInput } from '../workflows/contracts/learner.contract.js';
 
 export interface AsyncBenchmarkOptions {
   readonly questions: number;

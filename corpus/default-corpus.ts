@@ -4,7 +4,7 @@
  * can be unpacked, ~10k Wikipedia lead paragraphs. Idempotent: unchanged documents are skipped.
  */
 import type pg from 'pg';
-import { refreshTermStatistics } from '../search/fts-search.pg.js';
+import { refreshTermStatistics } from '../infra/search/fts-search.pg.js';
 import { writeDocuments } from './corpus-writer.pg.js';
 import { writeKnowledgeBase, type CorpusPart } from './knowledge-base.js';
 import { capitalCities, citiesPart, loadCities } from './sources/cities.source.js';

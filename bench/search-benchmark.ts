@@ -7,16 +7,16 @@
 import fs from 'node:fs';
 import type pg from 'pg';
 import { z } from 'zod';
-import type { SearchEngine } from '../../activities/ports/search.port.js';
+import type { SearchEngine } from '../activities/ports/search.port.js';
 import { corpusCounts } from '../corpus/corpus-writer.pg.js';
 import { buildDefaultCorpus } from '../corpus/default-corpus.js';
 import { DocumentNormaliser } from '../corpus/documents.js';
 import { ingestFile } from '../corpus/ingest.js';
-import { createDenseSearchEngine, embedMissingPassages } from './dense-search.pg.js';
-import { createHttpEmbeddingClient } from './embeddings.http.js';
-import { createFtsSearchEngine } from './fts-search.pg.js';
-import { createHybridSearchEngine } from './hybrid-search.js';
-import { openSchemaPool } from './open.js';
+import { createDenseSearchEngine, embedMissingPassages } from '../infra/search/dense-search.pg.js';
+import { createHttpEmbeddingClient } from '../infra/search/embeddings.http.js';
+import { createFtsSearchEngine } from '../infra/search/fts-search.pg.js';
+import { createHybridSearchEngine } from '../infra/search/hybrid-search.js';
+import { openSchemaPool } from '../infra/search/open.js';
 
 const questionSchema = z.array(z.object({
   id: z.string(), question: z.string(),

@@ -6,18 +6,18 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Config } from '../../infra/config.js';
-import { ConfigError } from '../../infra/config.js';
-import { createOpenAIBackend } from '../../infra/inference/openai.backend.js';
-import { loraAdapterName } from '../../infra/inference/weight-sync.js';
-import type { BlobStore } from '../../activities/ports/blob-store.port.js';
-import type { PolicyBackend } from '../../activities/ports/policy.port.js';
-import type { PolicyVersionStore } from '../../activities/ports/policy-version-store.port.js';
-import type { ReloadablePolicy } from '../../activities/ports/weight-sync.port.js';
-import { createOnnxBackend, type OnnxBackend } from './onnx.backend.js';
-import { createScriptedPolicy } from '../../activities/agent/scripted-policy.js';
-import { ModelFilesError, readManifest } from './model-files.js';
-import { materializePolicyVersion } from './policy-store.js';
+import type { Config } from '../infra/config.js';
+import { ConfigError } from '../infra/config.js';
+import { createOpenAIBackend } from '../infra/inference/openai.backend.js';
+import { loraAdapterName } from '../infra/inference/weight-sync.js';
+import type { BlobStore } from '../activities/ports/blob-store.port.js';
+import type { PolicyBackend } from '../activities/ports/policy.port.js';
+import type { PolicyVersionStore } from '../activities/ports/policy-version-store.port.js';
+import type { ReloadablePolicy } from '../activities/ports/weight-sync.port.js';
+import { createOnnxBackend, type OnnxBackend } from '../gpu/infer/onnx.backend.js';
+import { createScriptedPolicy } from '../test/doubles/scripted-policy.js';
+import { ModelFilesError, readManifest } from '../gpu/infer/model-files.js';
+import { materializePolicyVersion } from '../gpu/infer/policy-store.js';
 
 export interface ConfiguredBackend {
   readonly backend: PolicyBackend;

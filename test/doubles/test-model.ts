@@ -8,7 +8,7 @@ import { promisify } from 'node:util';
 import { loadConfig } from '../../infra/config.js';
 import { repoRoot } from '../../infra/paths.js';
 import { enginePython } from '../../infra/services/binaries.js';
-import { ensurePreparedModel } from './model-files.js';
+import { ensurePreparedModel } from '../../gpu/infer/model-files.js';
 
 const run = promisify(execFile);
 
