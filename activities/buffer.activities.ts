@@ -7,6 +7,7 @@
 import { z } from 'zod';
 import type { BufferCounts, ClaimedBatch, TrajectoryBuffer } from './ports/buffer.port.js';
 import { parseActivityInput } from './activity-input.js';
+import { batchSelections } from '../workflows/contracts/learner.contract.js';
 
 const runId = z.string().min(1).max(200);
 const version = z.number().int().min(0);
@@ -14,7 +15,7 @@ const eta = z.number().int().min(0);
 
 const claimSchema = z.object({
   runId, step: z.number().int().min(0), batchSize: z.number().int().min(1).max(100_000), currentVersion: version, eta,
-  selection: z.enum(['freshest', 'priority']).default('freshest'), minGroupSize: z.number().int().min(1).optional(),
+  selection: z.enum(batchSelections).default('freshest'), minGroupSize: z.number().int().min(1).optional(),
 }).strict();
 const dropSchema = z.object({ runId, trajectoryIds: z.array(z.string().min(1)).max(100_000), reason: z.string().min(1).max(200) }).strict();
 const staleSchema = z.object({ runId, currentVersion: version, eta }).strict();

@@ -8,7 +8,7 @@ import { CancelledFailure } from '@temporalio/common';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { z } from 'zod';
 import type { BlobStore } from './ports/blob-store.port.js';
-import type { GenerateRequest, GenerateResult, PolicyBackend } from './ports/policy.port.js';
+import { finishReasons, type GenerateRequest, type GenerateResult, type PolicyBackend } from './ports/policy.port.js';
 import { generateRequestSchema } from './ports/policy-request.schema.js';
 import { errorTypes } from '../workflows/contracts/errors.js';
 import { parseActivityInput } from './activity-input.js';
@@ -45,7 +45,7 @@ const inputSchema = z.object({ key: keySchema, request: generateRequestSchema, r
 const blobSchema = z.object({
   key: z.string(), text: z.string(), promptTokenIds: z.array(z.number().int()), tokenIds: z.array(z.number().int()),
   logprobs: z.array(z.number()), tokenVersions: z.array(z.number().int()), policyVersion: z.number().int(),
-  finishReason: z.enum(['stop', 'length', 'interrupted']),
+  finishReason: z.enum(finishReasons),
 });
 
 export const generationBlobKey = (key: string) => `generations/${key}.json`;

@@ -7,6 +7,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { repoRoot } from './paths.js';
 import { weightSyncKinds, type WeightSyncKind } from '../activities/ports/weight-sync.port.js';
+import { policyBackendNames, type PolicyBackendName } from '../activities/ports/policy.port.js';
 
 const port = (fallback: number) =>
   z.coerce.number().int().min(1).max(65535).default(fallback);
@@ -60,7 +61,7 @@ export const environmentSchema = z.object({
   LONGHAUL_EMBEDDINGS_MODEL: z.string().min(1).default('multilingual-e5-small').describe('Embedding model name sent to the endpoint and stored with the vectors.'),
   LONGHAUL_SQL_TOOL_URL: z.string().regex(/^postgres(ql)?:\/\//, 'expected postgres://user[:password]@host:port/database').optional()
     .describe('A Postgres database the read-only `sql` tool queries. Unset: no sql tool.'),
-  LONGHAUL_POLICY_BACKEND: z.enum(['onnx', 'openai', 'scripted']).default('onnx')
+  LONGHAUL_POLICY_BACKEND: z.enum(policyBackendNames).default('onnx')
     .describe('Policy inference backend of the gpu-infer worker: `onnx` (local model in-process), `openai` (an OpenAI-compatible server), or `scripted` (deterministic, for chaos tests and latency-model benchmarks).'),
   LONGHAUL_MODEL_DIR: z.string().min(1).optional()
     .describe('A prepared model folder (`longhaul model prepare`) the onnx backend serves directly. Default: the registered policy version, cached under <home>/models.'),
@@ -124,7 +125,7 @@ export interface Config {
     readonly embeddings: { readonly url: string; readonly model: string } | null;
   };
   readonly policy: {
-    readonly backend: 'onnx' | 'openai' | 'scripted';
+    readonly backend: PolicyBackendName;
     readonly modelDir: string | null;
     readonly version: number | null;
     readonly executionProvider: 'cpu' | 'cuda';

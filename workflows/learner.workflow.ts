@@ -10,14 +10,14 @@ import {
   ParentClosePolicy, condition, continueAsNew, getExternalWorkflowHandle, patched, proxyActivities, setHandler,
   startChild, upsertSearchAttributes, workflowInfo, allHandlersFinished,
 } from '@temporalio/workflow';
-import { nonRetryableErrorTypes } from './contracts/errors.js';
+import { activityOptions } from './contracts/activity-options.js';
 import {
   learnerStateQuery, pauseUpdate, resumeUpdate, setConfigUpdate,
   type GroupState, type LearnerActivities, type LearnerCarried, type LearnerInput, type LearnerResult, type LearnerState, type StepStats, type TrainActivities,
   type WeightSyncActivities,
 } from './contracts/learner.contract.js';
 import { parseLearnerInput, parseLearnerSettings } from './contracts/learner.input.js';
-import { queuePrefixOf, taskQueueName } from './contracts/queues.js';
+import { queuePrefixOf } from './contracts/queues.js';
 import { searchAttributes } from './contracts/search-attributes.js';
 import { interruptSignal, trajectoryFinishedSignal, type TrajectoryReport } from './contracts/trajectory.contract.js';
 import { mayAdmitGroup } from './learner-admission.js';
@@ -25,7 +25,6 @@ import { childTrajectoryInput } from './trajectory-child.js';
 import { validated } from './validated.js';
 import type { trajectory } from './trajectory.workflow.js';
 
-const retry = { initialInterval: '1s', maximumInterval: '30s', nonRetryableErrorTypes: [...nonRetryableErrorTypes] };
 
 /**
  * Patch: a group enters the learner's window before its first child starts. Learners started
@@ -38,9 +37,10 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
   const input = validated(() => parseLearnerInput(raw));
   const { workflowId, taskQueue } = workflowInfo();
   const prefix = queuePrefixOf(taskQueue);
-  const learnerActivities = proxyActivities<LearnerActivities>({ startToCloseTimeout: '2 minutes', retry });
-  const trainer = proxyActivities<TrainActivities>({ taskQueue: taskQueueName('gpu-train', prefix), startToCloseTimeout: '6 hours', heartbeatTimeout: '2 minutes', retry });
-  const inference = proxyActivities<WeightSyncActivities>({ taskQueue: taskQueueName('gpu-infer', prefix), startToCloseTimeout: '30 minutes', heartbeatTimeout: '1 minute', retry });
+  const options = activityOptions(prefix);
+  const learnerActivities = proxyActivities<LearnerActivities>(options.bookkeeping);
+  const trainer = proxyActivities<TrainActivities>(options.train);
+  const inference = proxyActivities<WeightSyncActivities>(options.weightSync);
   let run: LearnerCarried = raw.carried ?? {
     version: input.startVersion, step: 0, started: 0, nextQuestion: 0, finished: 0, dropped: 0, consumed: 0, groups: [], busyMs: 0,
     startedAtMs: Date.now(), history: [], paused: false, settings: input.settings, oldestVersions: {}, ready: 0,

@@ -1,6 +1,6 @@
 import { continueAsNew, proxyActivities, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { SkeletonActivities } from '../activities/skeleton.activities.js';
-import { nonRetryableErrorTypes } from './contracts/errors.js';
+import { skeletonActivityOptions } from './contracts/activity-options.js';
 import { searchAttributes } from './contracts/search-attributes.js';
 import {
   parsePayloadRoundTripInput, parseSkeletonInput, skeletonStateQuery,
@@ -9,10 +9,7 @@ import {
 import { validated } from './validated.js';
 
 // A short start-to-close: when a worker dies mid-step, the step is retried on another within seconds.
-const { recordStep, makePayload, digestPayload } = proxyActivities<SkeletonActivities>({
-  startToCloseTimeout: '10 seconds',
-  retry: { initialInterval: '500ms', maximumInterval: '10s', nonRetryableErrorTypes: [...nonRetryableErrorTypes] },
-});
+const { recordStep, makePayload, digestPayload } = proxyActivities<SkeletonActivities>(skeletonActivityOptions);
 
 
 export async function skeletonTrajectory(rawInput: unknown): Promise<SkeletonResult> {

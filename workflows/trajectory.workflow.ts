@@ -4,14 +4,14 @@
  * termination checks. History holds summaries and counters; texts and tokens are blobs.
  */
 import {
-  ActivityCancellationType, CancellationScope, continueAsNew, getExternalWorkflowHandle, isCancellation,
+  CancellationScope, continueAsNew, getExternalWorkflowHandle, isCancellation,
   proxyActivities, setCurrentDetails, setHandler, upsertSearchAttributes, workflowInfo,
 } from '@temporalio/workflow';
 import type { GenerateTurnActivities, TurnToolActivities } from '../activities/agent/agent-turn.activities.js';
 import type { FinishActivities } from '../activities/agent/finish.activities.js';
 import type { GenerateTurnResult } from './contracts/agent-turn.contract.js';
-import { nonRetryableErrorTypes } from './contracts/errors.js';
-import { queuePrefixOf, taskQueueName } from './contracts/queues.js';
+import { activityOptions } from './contracts/activity-options.js';
+import { queuePrefixOf } from './contracts/queues.js';
 import { searchAttributes } from './contracts/search-attributes.js';
 import {
   interruptSignal, setPolicyVersionUpdate, trajectoryFinishedSignal, trajectoryStateQuery,
@@ -20,15 +20,11 @@ import {
 import { parseTrajectoryInput } from './contracts/trajectory.input.js';
 import { validated } from './validated.js';
 
-const retry = { initialInterval: '1s', maximumInterval: '30s', backoffCoefficient: 2, nonRetryableErrorTypes: [...nonRetryableErrorTypes] };
-
 function activitiesFor(prefix: string) {
-  const policy = proxyActivities<GenerateTurnActivities>({
-    taskQueue: taskQueueName('gpu-infer', prefix), startToCloseTimeout: '30 minutes', heartbeatTimeout: '15 seconds', retry,
-    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-  });
-  const tools = proxyActivities<TurnToolActivities>({ taskQueue: taskQueueName('tools', prefix), startToCloseTimeout: '2 minutes', retry });
-  const finish = proxyActivities<FinishActivities>({ startToCloseTimeout: '5 minutes', retry });
+  const options = activityOptions(prefix);
+  const policy = proxyActivities<GenerateTurnActivities>(options.generate);
+  const tools = proxyActivities<TurnToolActivities>(options.tools);
+  const finish = proxyActivities<FinishActivities>(options.finish);
   // Activity proxies have no own properties: pick the functions, don't spread the proxies.
   return { generateTurn: policy.generateTurn, runTurnTools: tools.runTurnTools, finishTrajectory: finish.finishTrajectory };
 }

@@ -6,9 +6,9 @@
  * rerun, and a published step is found again by (runId, step) instead of being trained twice.
  */
 import { ParentClosePolicy, proxyActivities, setHandler, startChild, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
-import { nonRetryableErrorTypes } from './contracts/errors.js';
+import { activityOptions } from './contracts/activity-options.js';
 import type { LearnerActivities } from './contracts/learner.contract.js';
-import { queuePrefixOf, taskQueueName } from './contracts/queues.js';
+import { queuePrefixOf } from './contracts/queues.js';
 import { searchAttributes } from './contracts/search-attributes.js';
 import type { TrajectoryInput, TrajectoryResult } from './contracts/trajectory.contract.js';
 import { warmStartStateQuery, type SftActivities, type WarmStartInput, type WarmStartPhase, type WarmStartResult, type WarmStartState, type WarmStartStep } from './contracts/warm-start.contract.js';
@@ -17,14 +17,13 @@ import { childTrajectoryInput } from './trajectory-child.js';
 import { validated } from './validated.js';
 import type { trajectory } from './trajectory.workflow.js';
 
-const retry = { initialInterval: '1s', maximumInterval: '30s', nonRetryableErrorTypes: [...nonRetryableErrorTypes] };
-
 export async function warmStart(raw: WarmStartInput): Promise<WarmStartResult> {
   const input = validated(() => parseWarmStartInput(raw));
   const { settings } = input;
   const prefix = queuePrefixOf(workflowInfo().taskQueue);
-  const act = proxyActivities<Pick<LearnerActivities, 'loadQuestion'>>({ startToCloseTimeout: '2 minutes', retry });
-  const train = proxyActivities<SftActivities>({ taskQueue: taskQueueName('gpu-train', prefix), startToCloseTimeout: '6 hours', heartbeatTimeout: '2 minutes', retry });
+  const options = activityOptions(prefix);
+  const act = proxyActivities<Pick<LearnerActivities, 'loadQuestion'>>(options.bookkeeping);
+  const train = proxyActivities<SftActivities>(options.train);
   const startedAtMs = Date.now();
   let phase: WarmStartPhase = 'collecting';
   let questions = 0;

@@ -5,6 +5,8 @@
 import type { BlobStore } from '../ports/blob-store.port.js';
 import type { PolicyBackend } from '../ports/policy.port.js';
 import type { TrajectoryStore } from '../ports/trajectory-store.port.js';
+import { trajectoryRecordSchema, trajectoryRecordSchemaName, type TrajectoryRecord } from '../ports/trajectory-record.schema.js';
+import { parseActivityInput } from '../activity-input.js';
 import type { FinishTrajectoryInput, FinishTrajectoryResult } from '../../workflows/contracts/agent-turn.contract.js';
 import { judgeAnswer } from '../reward/judge.js';
 import { scoreAnswer } from '../reward/metrics.js';
@@ -45,15 +47,22 @@ export function createFinishActivities({ blobs, trajectories, judge }: FinishDep
       }
       const reward = input.answers.length === 0 ? 0 : parts[input.rewardMetric] ?? 0;
       const recordKey = transcriptKeys.record(input.trajectoryId);
-      const record = {
-        schema: 'longhaul.trajectory/1', ...input, reward, rewardParts: parts, rewardErrors: errors,
+      const candidate: TrajectoryRecord = {
+        schema: trajectoryRecordSchemaName, trajectoryId: input.trajectoryId, runId: input.runId, dataset: input.dataset, questionId: input.questionId,
+        question: input.question, answers: [...input.answers], answer: input.answer, stopReason: input.stopReason, turns: input.turns,
+        invalidSteps: input.invalidSteps, generatedTokens: input.generatedTokens, versionsUsed: [...input.versionsUsed], rewardMetric: input.rewardMetric,
+        reward, rewardParts: parts, rewardErrors: errors,
         turnRecords: turns.map(({ generation, tools }) => ({
-          turn: generation.turn, policyVersion: generation.policyVersion, tokenVersions: generation.tokenVersions,
-          promptTokenIds: generation.promptTokenIds, tokenIds: generation.tokenIds, logprobs: generation.logprobs,
+          turn: generation.turn, policyVersion: generation.policyVersion, tokenVersions: [...generation.tokenVersions],
+          promptTokenIds: [...generation.promptTokenIds], tokenIds: [...generation.tokenIds],
+          // JSON has no NaN or Infinity (it would write null anyway): say so explicitly; the trainer refuses such a turn.
+          logprobs: generation.logprobs.map((logprob) => (Number.isFinite(logprob) ? logprob : null)),
           text: generation.text, action: generation.action, finishReason: generation.finishReason, interruptions: generation.interruptions,
-          tools: (tools?.results ?? []).map((result) => ({ tool: result.tool, ok: result.ok, invalid: result.invalid, latencyMs: result.latencyMs, cacheHit: result.cacheHit, truncated: result.truncated, documentIds: result.documentIds })),
+          tools: (tools?.results ?? []).map((result) => ({ tool: result.tool, ok: result.ok, invalid: result.invalid, latencyMs: result.latencyMs, cacheHit: result.cacheHit, truncated: result.truncated, documentIds: [...result.documentIds] })),
         })),
       };
+      // Validated before it is written: the record is immutable, a malformed one must never reach the trainer.
+      const record = parseActivityInput('finishTrajectory: trajectory record', trajectoryRecordSchema, candidate);
       await blobs.put(recordKey, JSON.stringify(record), 'application/json');
       const written = await trajectories.insert({
         trajectoryId: input.trajectoryId, runId: input.runId, dataset: input.dataset, questionId: input.questionId, question: input.question,

@@ -3,7 +3,8 @@
  * finished trajectory of a run is used at most once: consumed by exactly one training step, or
  * dropped. A step's claim is keyed by (runId, step), so a retried claim returns the same batch.
  */
-export type BatchSelection = 'freshest' | 'priority';
+export type { BatchSelection } from '../../workflows/contracts/learner.contract.js';
+import type { BatchSelection } from '../../workflows/contracts/learner.contract.js';
 
 export interface ClaimBatchRequest {
   readonly runId: string;

@@ -2,6 +2,14 @@
  * Port: a policy that generates text. Two backends implement it (DESIGN §3.6): `onnx` (the local
  * SmolLM2 policy in the gpu-infer worker) and `openai` (any OpenAI-compatible server).
  */
+/** The policy backends (LONGHAUL_POLICY_BACKEND): local ONNX model, an OpenAI-compatible server, or the scripted fake. */
+export const policyBackendNames = ['onnx', 'openai', 'scripted'] as const;
+export type PolicyBackendName = (typeof policyBackendNames)[number];
+
+/** Why a generation ended: a stop string or end of text, the token limit, or an interrupt (resumed later). */
+export const finishReasons = ['stop', 'length', 'interrupted'] as const;
+export type FinishReason = (typeof finishReasons)[number];
+
 export interface SamplingOptions {
   /** Maximum new tokens. */
   readonly maxNewTokens: number;
@@ -44,11 +52,11 @@ export interface GenerateResult {
   /** Policy version that produced each generated token. */
   readonly tokenVersions: readonly number[];
   readonly policyVersion: number;
-  readonly finishReason: 'stop' | 'length' | 'interrupted';
+  readonly finishReason: FinishReason;
 }
 
 export interface PolicyBackend {
-  readonly name: 'onnx' | 'openai' | 'scripted';
+  readonly name: PolicyBackendName;
   /** Generate; an aborted signal ends the generation early with finishReason "interrupted". */
   generate(request: GenerateRequest, signal?: AbortSignal): Promise<GenerateResult>;
   /** The version this backend serves now. */

@@ -3,6 +3,8 @@
  * punctuation and the articles a/an/the, collapse whitespace). Reward functions never throw:
  * a failure scores 0 and the error is recorded.
  */
+import type { RewardMetric } from '../../workflows/contracts/trajectory.contract.js';
+
 export function normalizeAnswer(text: string): string {
   return text
     .toLowerCase()
@@ -67,7 +69,8 @@ export function formatScore({ turns, invalidSteps, answered }: FormatStats): num
   return answered ? valid : valid / 2;
 }
 
-export type MetricName = 'em' | 'f1' | 'cover_em' | 'format';
+/** The metrics computed from the answer itself (every reward metric but the judge's, plus the format score). */
+export type MetricName = Exclude<RewardMetric, 'judge'> | 'format';
 
 export interface RewardParts {
   readonly parts: Record<string, number>;

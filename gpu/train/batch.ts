@@ -6,14 +6,15 @@ import { z } from 'zod';
 import type { BlobStore } from '../../activities/ports/blob-store.port.js';
 import type { TrajectoryStore } from '../../activities/ports/trajectory-store.port.js';
 import type { RlSample, SftSample } from './manifest.js';
-import { InvalidBatchError, rlSamples, sftSamples, trajectoryRecordSchema, type SampleRules, type TrajectoryRecord } from './samples.js';
+import { trainingRecordSchema, type TrainingRecord } from '../../activities/ports/trajectory-record.schema.js';
+import { InvalidBatchError, rlSamples, sftSamples, type SampleRules } from './samples.js';
 
 export interface BatchSource {
   readonly blobs: BlobStore;
   readonly trajectories: TrajectoryStore;
 }
 
-async function readRecord(source: BatchSource, runId: string, id: string, index: number): Promise<TrajectoryRecord> {
+async function readRecord(source: BatchSource, runId: string, id: string, index: number): Promise<TrainingRecord> {
   const where = `trajectoryIds[${index}] (${id})`;
   let row;
   try {
@@ -32,7 +33,7 @@ async function readRecord(source: BatchSource, runId: string, id: string, index:
   } catch (error) {
     throw new InvalidBatchError(`${where}: record ${row.recordKey} is unreadable (${(error as Error).message})`);
   }
-  const parsed = trajectoryRecordSchema.safeParse(document);
+  const parsed = trainingRecordSchema.safeParse(document);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     throw new InvalidBatchError(`${where}: record ${row.recordKey}: ${issue.path.join('.')}: ${issue.message}`);
@@ -41,8 +42,8 @@ async function readRecord(source: BatchSource, runId: string, id: string, index:
 }
 
 /** The records of a batch, in order (read a few at a time). */
-export async function readBatch(source: BatchSource, runId: string, ids: readonly string[]): Promise<TrajectoryRecord[]> {
-  const records: TrajectoryRecord[] = [];
+export async function readBatch(source: BatchSource, runId: string, ids: readonly string[]): Promise<TrainingRecord[]> {
+  const records: TrainingRecord[] = [];
   for (let start = 0; start < ids.length; start += 16) {
     records.push(...(await Promise.all(ids.slice(start, start + 16).map((id, offset) => readRecord(source, runId, id, start + offset)))));
   }
@@ -50,7 +51,7 @@ export async function readBatch(source: BatchSource, runId: string, ids: readonl
 }
 
 /** RL samples of a batch; with group normalisation every question must have ≥ 2 trajectories in it. */
-export function batchRlSamples(records: readonly TrajectoryRecord[], rules: SampleRules, groupNormalise: boolean): RlSample[] {
+export function batchRlSamples(records: readonly TrainingRecord[], rules: SampleRules, groupNormalise: boolean): RlSample[] {
   if (groupNormalise) {
     const sizes = new Map<string, number>();
     for (const record of records) sizes.set(record.questionId || record.trajectoryId, (sizes.get(record.questionId || record.trajectoryId) ?? 0) + 1);
@@ -62,7 +63,7 @@ export function batchRlSamples(records: readonly TrajectoryRecord[], rules: Samp
   return samples;
 }
 
-export function batchSftSamples(records: readonly TrajectoryRecord[]): SftSample[] {
+export function batchSftSamples(records: readonly TrainingRecord[]): SftSample[] {
   const samples = records.flatMap((record, index) => sftSamples(record, `trajectoryIds[${index}] (${record.trajectoryId})`));
   if (samples.length === 0) throw new InvalidBatchError('trajectoryIds: no trajectory has a generated token to train on');
   return samples;

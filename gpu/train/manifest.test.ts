@@ -1,7 +1,8 @@
 /**
- * One contract on both sides: manifests built by the TypeScript builder validate in Python
- * (`python -m longhaul_engine.manifest`), and documents the zod schema rejects, Python rejects too.
- * Also the record → sample conversion. Needs the engine's venv, not the stack.
+ * One contract on both sides: the JSON schema the engine reads is the one zod generates, manifests
+ * built by the TypeScript builder validate in Python (`python -m longhaul_engine.manifest`), and
+ * documents the zod schema rejects, Python rejects too. Also the record → sample conversion. Needs
+ * the engine's venv, not the stack.
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -12,14 +13,15 @@ import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import { repoRoot } from '../../infra/paths.js';
 import { testPython } from '../../test/doubles/test-model.js';
-import { batchManifestSchema, type BatchManifest } from './manifest.js';
-import { InvalidBatchError, rlSamples, sftSamples, type TrajectoryRecord } from './samples.js';
+import { batchManifestSchema, manifestJsonSchemaPath, manifestJsonSchemaText, type BatchManifest } from './manifest.js';
+import type { TrainingRecord } from '../../activities/ports/trajectory-record.schema.js';
+import { InvalidBatchError, rlSamples, sftSamples } from './samples.js';
 import { defaultRlHyperparameters, defaultSftHyperparameters } from './train-step.schema.js';
 
 const run = promisify(execFile);
 
 /** Two turns; turn 1's prompt extends turn 0's sequence with an observation [7, 8]. */
-export function twoTurnRecord(id: string, questionId: string, reward: number, version = 3): TrajectoryRecord {
+export function twoTurnRecord(id: string, questionId: string, reward: number, version = 3): TrainingRecord {
   return {
     trajectoryId: id, runId: 'run-a', questionId, reward,
     turnRecords: [
@@ -63,6 +65,12 @@ describe('the batch manifest contract', () => {
     return file;
   };
 
+  it('the committed JSON schema the engine reads is exactly what zod generates from gpu/train/manifest.ts', () => {
+    const committed = fs.readFileSync(path.join(repoRoot, manifestJsonSchemaPath), 'utf8');
+    assert.ok(committed === manifestJsonSchemaText(),
+      `${manifestJsonSchemaPath} differs from the zod schema: run \`npx tsc -p tsconfig.json && node dist/gpu/train/write-manifest-schema.js\` and commit it`);
+  });
+
   it('concatenates turns whose prompt extends the sequence, masking the observation tokens', () => {
     const [sample] = rlSamples(twoTurnRecord('t1', 'q1', 1), 't1', { baseVersion: 3, eta: 4 });
     assert.deepEqual(sample, {
@@ -78,12 +86,12 @@ describe('the batch manifest contract', () => {
     assert.deepEqual(samples.map((sample) => [sample.id, sample.tokenIds, sample.lossMask]), [['t1#0', [1, 2, 3, 4, 5], [0, 0, 0, 1, 1]], ['t1#1', [1, 7, 8, 9], [0, 0, 0, 1]]]);
   });
 
-  it('refuses mismatched lengths, a missing reward and tokens staler than eta, naming the field', () => {
+  it('refuses mismatched lengths, a non-finite reward and tokens staler than eta, naming the field', () => {
     const record = twoTurnRecord('t1', 'q1', 1);
     const short = { ...record, turnRecords: [{ ...record.turnRecords[0]!, logprobs: [-0.5] }] };
     assert.throws(() => rlSamples(short, 'trajectoryIds[0] (t1)', { baseVersion: 3, eta: 4 }),
       new InvalidBatchError('trajectoryIds[0] (t1): turn 0: logprobs has 1 entries but tokenIds has 2'));
-    assert.throws(() => rlSamples({ ...record, reward: null }, 'x', { baseVersion: 3, eta: 4 }), new InvalidBatchError('x: reward is null, must be a finite number'));
+    assert.throws(() => rlSamples({ ...record, reward: Number.NaN }, 'x', { baseVersion: 3, eta: 4 }), new InvalidBatchError('x: reward is NaN, must be a finite number'));
     assert.throws(() => rlSamples(twoTurnRecord('t1', 'q1', 1, 0), 'x', { baseVersion: 3, eta: 2 }),
       new InvalidBatchError('x: turn 0: tokenVersions[0] is 0, staler than eta 2 allows at base version 3'));
   });

@@ -1,6 +1,6 @@
 /**
  * Inputs of `trainStep` and `sftStep`, validated before anything else happens. Hyperparameters use
- * the engine's names (gpu/engine/manifest.schema.json); any left out take the defaults below, so a
+ * the engine's names (gpu/train/manifest.ts); any left out take the defaults below, so a
  * caller can pass `{ learningRate: 1e-4 }` alone. The staleness bound comes from the learner's η
  * (`eta`), not from the hyperparameters.
  */

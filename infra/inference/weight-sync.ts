@@ -7,6 +7,7 @@
  */
 import type { Config } from '../config.js';
 import { ConfigError } from '../config.js';
+import type { PolicyBackendName } from '../../activities/ports/policy.port.js';
 import { WeightSyncRefusedError, WeightSyncUnavailableError, type ReloadablePolicy, type WeightSync, type WeightSyncKind } from '../../activities/ports/weight-sync.port.js';
 import { createSglangWeightSync, createVllmWeightSync } from './weight-sync.http.js';
 
@@ -16,7 +17,7 @@ export interface WeightSyncDependencies {
   /** The worker's own backend: reloaded by `onnx`, switched after a server update by `sglang`/`vllm`. */
   readonly local?: ReloadablePolicy;
   /** Its LONGHAUL_POLICY_BACKEND: `onnx` sync cannot update the weights behind an `openai` server. */
-  readonly backend?: 'onnx' | 'openai' | 'scripted';
+  readonly backend?: PolicyBackendName;
   /** Local folder of a registered version (downloaded into the worker's cache). */
   readonly folderOf: (version: number) => Promise<string>;
   readonly apiKey?: string | null;

@@ -1,5 +1,5 @@
 /** Inputs and outputs of the per-turn activities the trajectory workflow calls. Small by design. */
-import type { ContextMode, ParsedAction, Protocol } from './trajectory.contract.js';
+import type { ContextMode, ParsedAction, Protocol, RewardMetric, StopReason } from './trajectory.contract.js';
 
 export interface PromptSettings {
   readonly protocol: Protocol;
@@ -61,12 +61,12 @@ export interface FinishTrajectoryInput {
   readonly dataset: string;
   readonly runId: string;
   readonly turns: number;
-  readonly stopReason: string;
+  readonly stopReason: StopReason;
   readonly answer: string | null;
   readonly invalidSteps: number;
   readonly generatedTokens: number;
   readonly versionsUsed: readonly number[];
-  readonly rewardMetric: 'em' | 'f1' | 'cover_em' | 'judge';
+  readonly rewardMetric: RewardMetric;
 }
 
 export interface FinishTrajectoryResult {

@@ -9,7 +9,12 @@ import type { TrajectorySettings } from './trajectory.contract.js';
 
 export const learnerWorkflowType = 'learner';
 
-export type LearnerMode = 'async' | 'sync';
+/** async: rollouts go on while a step trains (AReaL); sync: a whole batch is generated first. */
+export const learnerModes = ['async', 'sync'] as const;
+export type LearnerMode = (typeof learnerModes)[number];
+/** How the buffer picks a batch (activities/ports/buffer.port.ts). */
+export const batchSelections = ['freshest', 'priority'] as const;
+export type BatchSelection = (typeof batchSelections)[number];
 
 export interface LearnerSettings {
   /** Samples per question (GRPO group). @default 4 */
@@ -25,7 +30,7 @@ export interface LearnerSettings {
   readonly mode: LearnerMode;
   /** Drop groups whose rewards are all equal (no learning signal). @default true */
   readonly dropEqualRewardGroups: boolean;
-  readonly selection: 'freshest' | 'priority';
+  readonly selection: BatchSelection;
   /** Interrupt in-flight generations when a new version is published (AReaL). @default true */
   readonly interruptOnPublish: boolean;
 }
@@ -125,7 +130,7 @@ export interface QuestionRow {
 /** Activities the learner calls (agent queue unless noted). */
 export interface LearnerActivities {
   loadQuestion(input: { datasetKey: string; index: number }): Promise<QuestionRow | null>;
-  claimBatch(input: { runId: string; step: number; batchSize: number; currentVersion: number; eta: number; selection: 'freshest' | 'priority'; minGroupSize: number }): Promise<{ trajectoryIds: string[] }>;
+  claimBatch(input: { runId: string; step: number; batchSize: number; currentVersion: number; eta: number; selection: BatchSelection; minGroupSize: number }): Promise<{ trajectoryIds: string[] }>;
   dropTrajectories(input: { runId: string; trajectoryIds: readonly string[]; reason: string }): Promise<{ dropped: number }>;
   releaseStaleTrajectories(input: { runId: string; currentVersion: number; eta: number }): Promise<{ dropped: number }>;
 }

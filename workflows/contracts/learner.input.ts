@@ -1,5 +1,5 @@
 /** Validation and defaults of learner input (pure: runs inside the workflow). */
-import type { LearnerSettings } from './learner.contract.js';
+import { batchSelections, learnerModes, type LearnerSettings } from './learner.contract.js';
 import { InputError, enumField, integerField, nestedField, objectInput, rejectUnknown, stringField, type Fields } from './validate.js';
 
 export interface NormalizedLearnerInput {
@@ -27,9 +27,9 @@ export function parseLearnerSettings(value: Fields): LearnerSettings {
     maxSteps: integerField(value, 'maxSteps', { min: 1, max: 1_000_000, default: 10 }),
     eta: integerField(value, 'eta', { min: 0, max: 1000, default: 4 }),
     maxInflight: integerField(value, 'maxInflight', { min: groupSize, max: 100_000, default: 2 * batchSize }),
-    mode: enumField(value, 'mode', ['async', 'sync'] as const, 'async'),
+    mode: enumField(value, 'mode', learnerModes, 'async'),
     dropEqualRewardGroups: booleanField(value, 'dropEqualRewardGroups', true),
-    selection: enumField(value, 'selection', ['freshest', 'priority'] as const, 'freshest'),
+    selection: enumField(value, 'selection', batchSelections, 'freshest'),
     interruptOnPublish: booleanField(value, 'interruptOnPublish', true),
   };
   if (settings.dropEqualRewardGroups && groupSize < 2) throw new InputError('groupSize', 'must be at least 2 when dropEqualRewardGroups is on (a group of one always has equal rewards)');

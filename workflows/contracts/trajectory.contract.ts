@@ -9,10 +9,17 @@ import type { ToolCall } from './tools.contract.js';
 export const trajectoryWorkflowType = 'trajectory';
 
 /** How the prompt is assembled from history (ASearcher's two agent modes). */
-export type ContextMode = 'full' | 'recent';
+export const contextModes = ['full', 'recent'] as const;
+export type ContextMode = (typeof contextModes)[number];
 /** Tool-call protocol: ASearcher's tags, or JSON function calls inside <tool_call>…</tool_call>. */
-export type Protocol = 'tags' | 'json';
-export type InvalidPolicy = 'continue' | 'stop';
+export const protocols = ['tags', 'json'] as const;
+export type Protocol = (typeof protocols)[number];
+/** What an invalid step does: the agent sees an error observation and goes on, or the trajectory stops. */
+export const invalidPolicies = ['continue', 'stop'] as const;
+export type InvalidPolicy = (typeof invalidPolicies)[number];
+/** What a finished trajectory's reward is (activities/reward): exact match, token F1, cover exact match, or a judge model's score. */
+export const rewardMetrics = ['em', 'f1', 'cover_em', 'judge'] as const;
+export type RewardMetric = (typeof rewardMetrics)[number];
 
 export interface TrajectoryLimits {
   /** Maximum tool-call turns. @default 200 */
@@ -63,7 +70,7 @@ export interface TrajectoryInput {
   readonly limits?: Partial<TrajectoryLimits>;
   readonly options?: Partial<TrajectoryOptions>;
   /** Reward: which metric is "the" reward. @default "f1" */
-  readonly rewardMetric?: 'em' | 'f1' | 'cover_em' | 'judge';
+  readonly rewardMetric?: RewardMetric;
   /**
    * Teacher forcing (a gold solution path for the warm start): turn i's output is forcedTurns[i],
    * scored by the policy instead of sampled; turns after the list are generated as usual.
@@ -98,7 +105,8 @@ export type ParsedAction =
   | { readonly kind: 'answer'; readonly answer: string }
   | { readonly kind: 'invalid'; readonly reason: string };
 
-export type StopReason = 'answered' | 'max_turns' | 'max_tokens' | 'max_wall_time' | 'repeated' | 'invalid' | 'no_action' | 'cancelled';
+export const stopReasons = ['answered', 'max_turns', 'max_tokens', 'max_wall_time', 'repeated', 'invalid', 'no_action', 'cancelled'] as const;
+export type StopReason = (typeof stopReasons)[number];
 
 export interface TrajectoryState {
   readonly trajectoryId: string;

@@ -1,5 +1,5 @@
 /** Validation and defaults of trajectory input (pure: runs inside the workflow). */
-import type { TrajectoryLimits, TrajectoryOptions } from './trajectory.contract.js';
+import { contextModes, invalidPolicies, protocols, rewardMetrics, type RewardMetric, type TrajectoryLimits, type TrajectoryOptions } from './trajectory.contract.js';
 import { InputError, enumField, integerField, nestedField, numberField, objectInput, rejectUnknown, stringField, stringListField, type Fields } from './validate.js';
 
 export interface NormalizedTrajectoryInput {
@@ -12,7 +12,7 @@ export interface NormalizedTrajectoryInput {
   readonly reportTo: string;
   readonly limits: TrajectoryLimits;
   readonly options: TrajectoryOptions;
-  readonly rewardMetric: 'em' | 'f1' | 'cover_em' | 'judge';
+  readonly rewardMetric: RewardMetric;
   readonly forcedTurns: readonly string[];
 }
 
@@ -33,12 +33,12 @@ function parseOptions(value: Fields): TrajectoryOptions {
   const tools = stringListField(value, 'tools', { maxItems: 32, maxLength: 64, default: ['search', 'access', 'answer'] });
   if (!tools.includes('answer')) throw new InputError('tools', 'must include "answer" (the agent has to be able to finish)');
   return {
-    protocol: enumField(value, 'protocol', ['tags', 'json'] as const, 'tags'),
-    contextMode: enumField(value, 'contextMode', ['full', 'recent'] as const, 'full'),
+    protocol: enumField(value, 'protocol', protocols, 'tags'),
+    contextMode: enumField(value, 'contextMode', contextModes, 'full'),
     recentChars: integerField(value, 'recentChars', { min: 1000, max: 10_000_000, default: 25_000 }),
     maxObservationChars: integerField(value, 'maxObservationChars', { min: 100, max: 1_000_000, default: 5000 }),
     maxCallsPerTurn: integerField(value, 'maxCallsPerTurn', { min: 1, max: 16, default: 1 }),
-    onInvalid: enumField(value, 'onInvalid', ['continue', 'stop'] as const, 'continue'),
+    onInvalid: enumField(value, 'onInvalid', invalidPolicies, 'continue'),
     tools,
     temperature: numberField(value, 'temperature', { min: 0, max: 5, default: 0 }),
     seed: integerField(value, 'seed', { min: 0, max: 2 ** 31 - 1, default: 0 }),
@@ -65,7 +65,7 @@ export function parseTrajectoryInput(raw: unknown): NormalizedTrajectoryInput {
     policyVersion: integerField(input, 'policyVersion', { min: 0, max: 1_000_000_000, default: 0 }),
     limits: nestedField(input, 'limits', parseLimits),
     options: nestedField(input, 'options', parseOptions),
-    rewardMetric: enumField(input, 'rewardMetric', ['em', 'f1', 'cover_em', 'judge'] as const, 'f1'),
+    rewardMetric: enumField(input, 'rewardMetric', rewardMetrics, 'f1'),
     forcedTurns: forcedTurnsField(input),
   };
 }

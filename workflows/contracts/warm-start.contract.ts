@@ -11,7 +11,8 @@ import type { TrajectorySettings } from './trajectory.contract.js';
 
 export const warmStartWorkflowType = 'warmStart';
 
-export type WarmStartSource = 'gold' | 'samples';
+export const warmStartSources = ['gold', 'samples'] as const;
+export type WarmStartSource = (typeof warmStartSources)[number];
 
 export interface WarmStartSettings {
   /** Where the training trajectories come from. @default "gold" */

@@ -1,5 +1,5 @@
 /** Validation and defaults of warm-start input (pure: runs inside the workflow). */
-import type { WarmStartSettings } from './warm-start.contract.js';
+import { warmStartSources, type WarmStartSettings } from './warm-start.contract.js';
 import { enumField, integerField, nestedField, numberField, objectInput, rejectUnknown, stringField, type Fields } from './validate.js';
 
 export interface NormalizedWarmStartInput {
@@ -12,7 +12,7 @@ export interface NormalizedWarmStartInput {
 function parseSettings(value: Fields): WarmStartSettings {
   rejectUnknown(value, ['source', 'samplesPerQuestion', 'minReward', 'maxQuestions', 'concurrency', 'trajectoriesPerStep']);
   return {
-    source: enumField(value, 'source', ['gold', 'samples'] as const, 'gold'),
+    source: enumField(value, 'source', warmStartSources, 'gold'),
     samplesPerQuestion: integerField(value, 'samplesPerQuestion', { min: 1, max: 256, default: 4 }),
     minReward: numberField(value, 'minReward', { min: -1_000_000, max: 1_000_000, default: 1 }),
     maxQuestions: integerField(value, 'maxQuestions', { min: 1, max: 5000, default: 1000 }),

@@ -1,5 +1,6 @@
-"""The batch manifest: parse, validate against manifest.schema.json, then check the invariants a
-schema cannot express. Every refusal happens here, before any model is loaded or any compute runs.
+"""The batch manifest: parse, validate against manifest.schema.json (generated from the zod schema in
+gpu/train/manifest.ts, checked with `jsonschema`), then check the invariants a schema cannot express.
+Every refusal happens here, before any model is loaded or any compute runs.
 
 Check a manifest without training:
   cd gpu/engine && ../../.longhaul/tools/venv/bin/python -m longhaul_engine.manifest --manifest PATH
@@ -7,13 +8,16 @@ Check a manifest without training:
 import argparse
 import json
 import math
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
-from .errors import EngineError, InvalidBatch, OutputExists
-from .schema import load_schema, validate
+from jsonschema import Draft202012Validator, ValidationError, validators
 
+from .errors import EngineError, InvalidBatch, OutputExists
+
+SCHEMA_PATH = Path(__file__).resolve().parent.parent / "manifest.schema.json"
 ENGINE_STATE = "engine_state.json"
 LOGPROB_TOLERANCE = 1e-4  # a behaviour logprob above 0 (+ rounding) cannot come from a softmax
 
@@ -69,6 +73,114 @@ class Manifest:
     output_version: int
     hyperparameters: Hyperparameters
     samples: list
+
+
+_PLAIN_TYPES = {"integer": {int}, "number": {int, float}}
+
+
+@cache
+def _plain_items_check(items_json: str):
+    """One pass over an array of plain numbers (token ids, masks, logprobs, versions), or None when
+    the item schema is not that simple. True means every item is valid; False means "check slowly"
+    (to find and name the bad item), never "invalid"."""
+    items = json.loads(items_json)
+    if items.get("type") not in _PLAIN_TYPES or set(items) - {"type", "minimum", "maximum", "enum", "description"}:
+        return None
+    types, low, high = _PLAIN_TYPES[items["type"]], items.get("minimum"), items.get("maximum")
+    allowed = set(items.get("enum", ()))
+
+    def check(values: list) -> bool:
+        if not values:
+            return True
+        if not set(map(type, values)) <= types:  # bool is not int here, as in JSON Schema
+            return False
+        if allowed and not set(values) <= allowed:
+            return False
+        return (low is None or min(values) >= low) and (high is None or max(values) <= high)
+    return check
+
+
+def _items_with_fast_path(validator, items, instance, schema):
+    """jsonschema's own `items`, after a one-pass check that skips it for valid token arrays: a
+    batch holds hundreds of thousands of tokens, and per-item validation takes about a minute."""
+    if isinstance(instance, list) and isinstance(items, dict) and "type" in items and len(instance) > 1:
+        check = _plain_items_check(json.dumps(items, sort_keys=True))
+        if check is not None and check(instance):
+            return
+    yield from Draft202012Validator.VALIDATORS["items"](validator, items, instance, schema)
+
+
+_ManifestValidator = validators.extend(Draft202012Validator, {"items": _items_with_fast_path})
+
+
+@cache
+def _validator():
+    schema = json.loads(SCHEMA_PATH.read_text())
+    Draft202012Validator.check_schema(schema)
+    return _ManifestValidator(schema)
+
+
+def _field(path) -> str:
+    """The JSON path of a value the way the TypeScript side names fields: manifest.samples[0].reward."""
+    return "manifest" + "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in path)
+
+
+def _short(value) -> str:
+    """A value as a message quotes it: itself when short, otherwise its kind and size."""
+    text = repr(value)
+    if len(text) <= 60:
+        return text
+    return f"a {type(value).__name__} of {len(value)} {'characters' if isinstance(value, str) else 'items'}" if hasattr(value, "__len__") else text[:60] + "…"
+
+
+def _branches(error: ValidationError) -> list:
+    """A oneOf/anyOf failure's sub-errors, one list per variant."""
+    branches = defaultdict(list)
+    for sub in error.context:
+        branches[sub.relative_schema_path[0]].append(sub)
+    return list(branches.values())
+
+
+def _meant_branch(branches: list) -> list | None:
+    """The errors of the one variant the document meant, or None. A variant is not meant when its
+    discriminator (a const field such as kind or mode) differs, nor, for a nullable value, when the
+    value does not even have the variant's type."""
+    meant = [errors for errors in branches if not any(e.validator == "const" and len(e.relative_path) == 1 for e in errors)]
+    if len(meant) > 1:
+        meant = [errors for errors in meant if not any(e.validator == "type" and not e.relative_path for e in errors)]
+    return meant[0] if len(meant) == 1 else None
+
+
+def _no_variant(error: ValidationError, branches: list) -> list:
+    """Why a value matches no variant: the const fields every variant refuses, or the types it lacks."""
+    refused = [{e.relative_path[0]: e for e in errors if e.validator == "const" and len(e.relative_path) == 1} for errors in branches]
+    culprits = sorted(set.intersection(*(set(fields) for fields in refused)), key=str) if refused else []
+    if culprits:
+        lines = []
+        for key in culprits:
+            allowed = sorted({json.dumps(fields[key].validator_value) for fields in refused})
+            lines.append(f"{_field(error.absolute_path)}.{key}: must be {' or '.join(allowed)}, got {json.dumps(error.instance.get(key), default=str)[:60]}")
+        return lines
+    types = sorted({str(e.validator_value) for errors in branches for e in errors if e.validator == "type" and not e.relative_path})
+    if types:
+        return [f"{_field(error.absolute_path)}: {_short(error.instance)} is not of type {' or '.join(types)}"]
+    return [f"{_field(error.absolute_path)}: {_short(error.instance)} matches none of the allowed variants"]
+
+
+def _explain(error: ValidationError) -> list:
+    """Leaf errors, each "<field>: <problem>", descending into the variant a union was meant to match."""
+    if error.validator in ("oneOf", "anyOf") and error.context:
+        branches = _branches(error)
+        meant = _meant_branch(branches)
+        if meant is None:
+            return _no_variant(error, branches)
+        return [line for sub in meant for line in _explain(sub)]
+    return [f"{_field(error.absolute_path)}: {error.message.replace(repr(error.instance), _short(error.instance))}"]
+
+
+def schema_errors(document) -> list:
+    """Every way the document breaks manifest.schema.json, each naming the field; [] when it conforms."""
+    return [line for error in _validator().iter_errors(document) for line in _explain(error)]
 
 
 def _parse_hyperparameters(raw: dict) -> Hyperparameters:
@@ -175,7 +287,7 @@ def check_directories(manifest: Manifest) -> None:
 
 def parse_manifest(document: dict, relative_to: Path = Path(".")) -> Manifest:
     """Validate a manifest document (schema + invariants) and return it typed. Raises InvalidBatch."""
-    problems = validate(load_schema(), load_schema(), document)
+    problems = schema_errors(document)
     if problems:
         raise InvalidBatch("invalid manifest: " + "; ".join(problems[:10]))
     manifest = Manifest(

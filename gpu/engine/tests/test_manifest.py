@@ -9,8 +9,7 @@ import pytest
 
 from engine_fixtures import make_tiny_model_dir, manifest, rl_sample, write_manifest
 from longhaul_engine.errors import CORRUPT, INVALID_INPUT, CorruptCheckpoint, InvalidBatch, OutputExists
-from longhaul_engine.manifest import load_manifest, parse_manifest
-from longhaul_engine.schema import load_schema, validate
+from longhaul_engine.manifest import load_manifest, parse_manifest, schema_errors
 from longhaul_engine.train import run
 
 ENGINE_DIR = Path(__file__).resolve().parent.parent
@@ -47,7 +46,7 @@ def test_a_nan_reward_is_refused(base, tmp_path):
 def test_a_null_reward_which_is_how_javascript_writes_nan_is_refused(base, tmp_path):
     document = manifest(base, tmp_path / "v1")
     document["samples"][0]["reward"] = None
-    assert refusal(document) == "invalid manifest: manifest.samples[0].reward: must be of type number, got NoneType"
+    assert refusal(document) == "invalid manifest: manifest.samples[0].reward: None is not of type 'number'"
 
 
 def test_an_infinite_behaviour_logprob_is_refused(base, tmp_path):
@@ -71,7 +70,7 @@ def test_a_group_of_one_is_refused_when_advantages_are_group_normalised(base, tm
 
 def test_a_negative_staleness_bound_is_refused_by_the_schema(base, tmp_path):
     document = manifest(base, tmp_path / "v1", maxStaleness=-1)
-    assert refusal(document) == "invalid manifest: manifest.hyperparameters.ppo.maxStaleness: -1 is below the minimum 0"
+    assert refusal(document) == "invalid manifest: manifest.hyperparameters.ppo.maxStaleness: -1 is less than the minimum of 0"
 
 
 def test_tokens_staler_than_eta_versions_are_refused(base, tmp_path):
@@ -102,11 +101,37 @@ def test_schema_errors_name_every_bad_field(base, tmp_path):
     document = manifest(base, tmp_path / "v1", importanceCapMode="cut")
     document["hyperparameters"]["trainable"] = {"mode": "lora", "rank": 0, "alpha": 16, "targets": ["q_proj"]}
     document["surprise"] = True
-    errors = validate(load_schema(), load_schema(), document)
-    assert errors == [
-        "manifest.hyperparameters.trainable.rank: 0 is below the minimum 1",
-        'manifest.hyperparameters.ppo.importanceCapMode: must be one of ["mask", "clamp"], got "cut"',
-        "manifest.surprise: is not an allowed field",
+    assert schema_errors(document) == [
+        "manifest.hyperparameters.trainable.rank: 0 is less than the minimum of 1",
+        "manifest.hyperparameters.ppo.importanceCapMode: 'cut' is not one of ['mask', 'clamp']",
+        "manifest: Additional properties are not allowed ('surprise' was unexpected)",
+    ]
+
+
+def test_a_union_reports_the_variant_its_discriminator_chose_or_the_discriminator_itself(base, tmp_path):
+    document = manifest(base, tmp_path / "v1")
+    document["hyperparameters"]["trainable"] = {"mode": "lora", "alpha": 8, "targets": ["q_proj"]}
+    assert schema_errors(document) == ["manifest.hyperparameters.trainable: 'rank' is a required property"]
+    document["hyperparameters"]["trainable"] = {"mode": "partial"}
+    assert schema_errors(document) == ['manifest.hyperparameters.trainable.mode: must be "freeze" or "full" or "lora", got "partial"']
+    document = manifest(base, tmp_path / "v1")
+    document["kind"] = "ppo"
+    assert refusal(document) == 'invalid manifest: manifest.kind: must be "rl" or "sft", got "ppo"'
+    document = manifest(base, tmp_path / "v1", gradientClip=-1)
+    assert schema_errors(document) == ["manifest.hyperparameters.gradientClip: -1 is less than or equal to the minimum of 0"]
+
+
+def test_a_bad_token_deep_in_a_long_sample_is_named(base, tmp_path):
+    samples = [rl_sample(f"s{i}", "g", float(i % 2), list(range(1, 5001)), 100) for i in range(2)]
+    document = manifest(base, tmp_path / "v1", samples=samples)
+    assert schema_errors(document) == []
+    document["samples"][1]["tokenIds"][4321] = -7
+    document["samples"][0]["lossMask"][4000] = 2
+    document["samples"][0]["turnIndices"][7] = True
+    assert schema_errors(document) == [
+        "manifest.samples[0].lossMask[4000]: 2 is not one of [0, 1]",
+        "manifest.samples[0].turnIndices[7]: True is not of type 'integer'",
+        "manifest.samples[1].tokenIds[4321]: -7 is less than the minimum of 0",
     ]
 
 

@@ -1,0 +1,81 @@
+/**
+ * The trajectory record (blob `trajectories/<id>/record.json`), one zod schema: finishTrajectory
+ * (activities/agent/finish.activities.ts) builds it typed and validates it before writing; readers
+ * (the trainer and the warm start through gpu/train/batch.ts, later evaluation and reports)
+ * `.pick()` the fields they need, so a record with more fields still reads. Objects are not
+ * strict for that reason: an unknown field is dropped on read, never an error.
+ */
+import { z } from 'zod';
+import { rewardMetrics, stopReasons } from '../../workflows/contracts/trajectory.contract.js';
+import { finishReasons } from './policy.port.js';
+
+export const trajectoryRecordSchemaName = 'longhaul.trajectory/1';
+
+const tokenIds = z.array(z.number().int().min(0));
+
+/** One tool call of a turn, without its observation text (that is in the turn's tools blob). */
+export const toolCallSummarySchema = z.object({
+  tool: z.string(),
+  ok: z.boolean(),
+  invalid: z.boolean(),
+  latencyMs: z.number().min(0),
+  cacheHit: z.boolean(),
+  truncated: z.boolean(),
+  documentIds: z.array(z.string()),
+});
+
+const parsedActionSchema = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('tools'), calls: z.array(z.object({ tool: z.string(), input: z.unknown() })).readonly() }),
+  z.object({ kind: z.literal('answer'), answer: z.string() }),
+  z.object({ kind: z.literal('invalid'), reason: z.string() }),
+]);
+
+export const turnRecordSchema = z.object({
+  turn: z.number().int().min(0),
+  /** The version the turn asked for; tokenVersions says which version generated each token. */
+  policyVersion: z.number().int(),
+  promptTokenIds: tokenIds,
+  tokenIds,
+  /** Behaviour logprob per generated token; null where the backend gave none that is finite (JSON has no NaN or Infinity): such a turn cannot be trained on. */
+  logprobs: z.array(z.number().nullable()),
+  tokenVersions: z.array(z.number().int()),
+  text: z.string(),
+  action: parsedActionSchema,
+  finishReason: z.enum(finishReasons),
+  /** How many times the generation was interrupted and resumed. */
+  interruptions: z.number().int().min(0),
+  tools: z.array(toolCallSummarySchema),
+});
+
+export const trajectoryRecordSchema = z.object({
+  schema: z.literal(trajectoryRecordSchemaName),
+  trajectoryId: z.string().min(1),
+  runId: z.string(),
+  dataset: z.string(),
+  questionId: z.string(),
+  question: z.string(),
+  /** Gold answers. */
+  answers: z.array(z.string()),
+  answer: z.string().nullable(),
+  stopReason: z.enum(stopReasons),
+  turns: z.number().int().min(0),
+  invalidSteps: z.number().int().min(0),
+  generatedTokens: z.number().int().min(0),
+  versionsUsed: z.array(z.number().int()),
+  rewardMetric: z.enum(rewardMetrics),
+  /** The reward the trainer uses: rewardParts[rewardMetric] (0 without gold answers). */
+  reward: z.number(),
+  rewardParts: z.record(z.string(), z.number()),
+  /** Why a reward part scored 0 because its metric failed (e.g. the judge). */
+  rewardErrors: z.record(z.string(), z.string()),
+  turnRecords: z.array(turnRecordSchema),
+});
+
+export type TurnRecord = z.infer<typeof turnRecordSchema>;
+export type TrajectoryRecord = z.infer<typeof trajectoryRecordSchema>;
+
+/** What training reads of a record (RL samples and the warm start's SFT samples): tokens, logprobs, versions, reward, group. */
+export const trainingRecordSchema = trajectoryRecordSchema.pick({ trajectoryId: true, runId: true, questionId: true, reward: true }).extend({
+  turnRecords: z.array(turnRecordSchema.pick({ turn: true, promptTokenIds: true, tokenIds: true, logprobs: true, tokenVersions: true })),
+});
+export type TrainingRecord = z.infer<typeof trainingRecordSchema>;
