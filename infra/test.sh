@@ -60,7 +60,7 @@ py_status=0; py_pass=0; py_fail=0
 if [ "$run_engine" = 1 ]; then
   echo "== engine tests (pytest)"
   py_out="$LONGHAUL_HOME/pytest.out"
-  (cd gpu/engine && "$LONGHAUL_TOOLS_DIR/venv/bin/python" -m pytest -q -p no:cacheprovider) | tee "$py_out"
+  (cd gpu/engine && "$LONGHAUL_TOOLS_DIR/venv/bin/python" -m pytest -p no:cacheprovider) | tee "$py_out"
   py_status=${PIPESTATUS[0]}
   py_pass=$(grep -oE '[0-9]+ passed' "$py_out" | tail -1 | awk '{print $1}'); py_fail=$(grep -oE '[0-9]+ (failed|error)' "$py_out" | awk '{s+=$1} END {print s+0}')
   # pytest exits 5 when it collected nothing: the engine's tests went missing, which is a failure.
