@@ -9,6 +9,7 @@ import { createFinishActivities } from '../activities/agent/finish.activities.js
 import type { BlobStore } from '../activities/ports/blob-store.port.js';
 import type { PolicyBackend } from '../activities/ports/policy.port.js';
 import type { WeightSync } from '../activities/ports/weight-sync.port.js';
+import { createPolicyCapabilityActivities } from '../activities/policy.activities.js';
 import { createWeightSyncActivities } from '../activities/weight-sync.activities.js';
 import { noWeightSync } from '../infra/inference/weight-sync.js';
 import type { Config } from '../infra/config.js';
@@ -45,7 +46,9 @@ export async function createInProcessAgent(options: InProcessAgentOptions): Prom
   const connection = await connectWorker(config);
   const activitiesOf: Partial<Record<QueueRole, object>> = {
     agent: createFinishActivities({ blobs, trajectories: createPgTrajectoryStore(pool) }),
-    'gpu-infer': { ...createGenerateTurnActivities({ blobs, backend }), ...createWeightSyncActivities({ weightSync: options.weightSync ?? noWeightSync() }) },
+    'gpu-infer': {
+      ...createGenerateTurnActivities({ blobs, backend }), ...createPolicyCapabilityActivities({ backend }), ...createWeightSyncActivities({ weightSync: options.weightSync ?? noWeightSync() }),
+    },
     tools: createTurnToolActivities({ blobs, tools }),
   };
   const workers = await Promise.all(roles.map((role) => Worker.create({

@@ -16,6 +16,7 @@ import {
   type WeightSyncActivities,
 } from './contracts/learner.contract.js';
 import { parseLearnerInput, parseLearnerSettings } from './contracts/learner.input.js';
+import { requireTrainablePolicy, type PolicyCapabilitiesActivities } from './contracts/policy-capabilities.contract.js';
 import { queuePrefixOf, taskQueueName } from './contracts/queues.js';
 import { searchAttributes } from './contracts/search-attributes.js';
 import { interruptSignal, trajectoryFinishedSignal, type TrajectoryInput } from './contracts/trajectory.contract.js';
@@ -31,7 +32,7 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
   const prefix = queuePrefixOf(taskQueue);
   const act = proxyActivities<LearnerActivities>({ startToCloseTimeout: '2 minutes', retry });
   const train = proxyActivities<TrainActivities>({ taskQueue: taskQueueName('gpu-train', prefix), startToCloseTimeout: '6 hours', heartbeatTimeout: '2 minutes', retry });
-  const infer = proxyActivities<WeightSyncActivities>({ taskQueue: taskQueueName('gpu-infer', prefix), startToCloseTimeout: '30 minutes', heartbeatTimeout: '1 minute', retry });
+  const infer = proxyActivities<WeightSyncActivities & PolicyCapabilitiesActivities>({ taskQueue: taskQueueName('gpu-infer', prefix), startToCloseTimeout: '30 minutes', heartbeatTimeout: '1 minute', retry });
   let s: LearnerCarried = raw.carried ?? {
     version: input.startVersion, step: 0, started: 0, nextQuestion: 0, finished: 0, dropped: 0, consumed: 0, groups: [], busyMs: 0,
     startedAtMs: Date.now(), history: [], paused: false, settings: input.settings, oldestVersions: {}, ready: 0,
@@ -176,6 +177,8 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
     }));
   }
 
+  // Refuse at once a policy backend whose trajectories could not be trained on (no token ids or logprobs).
+  if (raw.carried === undefined && patched('policy-capabilities')) requireTrainablePolicy(await infer.policyCapabilities());
   let trainer: Promise<void> | undefined;
   while (s.step < s.settings.maxSteps) {
     changed = false;

@@ -47,10 +47,13 @@ export function createFinishActivities({ blobs, trajectories, judge }: FinishDep
       const recordKey = transcriptKeys.record(input.trajectoryId);
       const record = {
         schema: 'longhaul.trajectory/1', ...input, reward, rewardParts: parts, rewardErrors: errors,
+        // False when some turn's server returned no token ids or logprobs (see GenerateResult.untrainable).
+        trainable: turns.every(({ generation }) => generation.untrainable === undefined),
         turnRecords: turns.map(({ generation, tools }) => ({
           turn: generation.turn, policyVersion: generation.policyVersion, tokenVersions: generation.tokenVersions,
           promptTokenIds: generation.promptTokenIds, tokenIds: generation.tokenIds, logprobs: generation.logprobs,
           text: generation.text, action: generation.action, finishReason: generation.finishReason, interruptions: generation.interruptions,
+          ...(generation.untrainable ? { untrainable: generation.untrainable } : {}),
           tools: (tools?.results ?? []).map((result) => ({ tool: result.tool, ok: result.ok, invalid: result.invalid, latencyMs: result.latencyMs, cacheHit: result.cacheHit, truncated: result.truncated, documentIds: result.documentIds })),
         })),
       };

@@ -39,6 +39,6 @@ test('the judge verdict parser reads CORRECT and INCORRECT and nothing else', ()
 });
 
 test('a failing judge backend scores 0 with the error recorded, never throws', async () => {
-  const broken: PolicyBackend = { name: 'openai', currentVersion: async () => 0, generate: async () => { throw new Error('connection refused'); } };
+  const broken: PolicyBackend = { name: 'openai', currentVersion: async () => 0, capabilities: async () => ({ tokenIds: false, logprobs: false, detail: 'broken' }), generate: async () => { throw new Error('connection refused'); } };
   assert.deepEqual(await judgeAnswer(broken, 'q', ['a'], 'a'), { score: 0, error: 'judge failed: connection refused' });
 });

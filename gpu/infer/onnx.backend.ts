@@ -46,6 +46,7 @@ export async function createOnnxBackend(options: OnnxBackendOptions): Promise<On
     model,
     promptTokenIds,
     currentVersion: async () => options.version,
+    capabilities: async () => ({ tokenIds: true, logprobs: true, detail: `local ONNX policy ${options.modelDir}` }),
     close: () => model.close(),
     async generate(rawRequest, signal) {
       const request = parseGenerateRequest(rawRequest);
