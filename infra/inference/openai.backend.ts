@@ -8,7 +8,9 @@
  * Network errors and 5xx are retried with exponential backoff, a 429 waits for its Retry-After;
  * responses are parsed leniently.
  */
+import type { Judge } from '../../activities/ports/judge.port.js';
 import type { GenerateRequest, GenerateResult, PolicyBackend, PolicyCapabilities } from '../../activities/ports/policy.port.js';
+import type { Config } from '../config.js';
 import { parseGenerateRequest, InvalidGenerateRequestError } from '../../activities/ports/policy-request.schema.js';
 import { completionResponseSchema, chatResponseSchema, parseTokens, type Completion } from './openai.responses.js';
 
@@ -143,6 +145,19 @@ export function createOpenAIBackend(options: OpenAIBackendOptions): PolicyBacken
     },
   };
   return backend;
+}
+
+/**
+ * The LLM judge (rewardMetric "judge") over the configured OpenAI-compatible chat endpoint, or
+ * undefined when none is configured. Two attempts of one minute at most per call: finishTrajectory
+ * retries an unreachable judge itself, with Temporal's backoff.
+ */
+export function configuredJudge(settings: Config['judge']): Judge | undefined {
+  if (settings.baseUrl === null) return undefined;
+  const backend = createOpenAIBackend({
+    baseUrl: settings.baseUrl, model: settings.model, apiKey: settings.apiKey, api: 'chat', requestTokenIds: false, maxAttempts: 2, timeoutMs: 60_000,
+  });
+  return { backend, model: settings.model, baseUrl: settings.baseUrl };
 }
 
 /** What a completion lacks for training, with its token count from the best source there is; undefined when complete. */
