@@ -155,6 +155,36 @@ describe('the openai backend', () => {
     }
   });
 
+  it('streams from longhaul serve as server-sent events: the same tokens and text as the plain answer, then usage and [DONE]', async () => {
+    const post = (path: string, body: object) => fetch(`${serve.baseUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const chatBody = { model: 'tiny', messages: [{ role: 'user', content: 'Hello there' }], max_tokens: 6, temperature: 0, logprobs: true };
+    const plain = await (await post('/chat/completions', chatBody)).json() as { choices: { message: { content: string }; token_ids: number[] }[] };
+    const streamed = await post('/chat/completions', { ...chatBody, stream: true, stream_options: { include_usage: true } });
+    assert.equal(streamed.status, 200);
+    assert.equal(streamed.headers.get('content-type'), 'text/event-stream');
+    const lines = (await streamed.text()).split('\n').filter((line) => line !== '');
+    assert.ok(lines.every((line) => line.startsWith('data: ')), 'every line is an SSE data line');
+    assert.equal(lines.at(-1), 'data: [DONE]');
+    type Chunk = { object: string; choices: { delta: { role?: string; content?: string }; token_ids?: number[]; logprobs: { content: unknown[] } | null; finish_reason: string | null }[]; usage?: { completion_tokens: number } };
+    const chunks = lines.slice(0, -1).map((line) => JSON.parse(line.slice('data: '.length)) as Chunk);
+    assert.ok(chunks.every((chunk) => chunk.object === 'chat.completion.chunk'));
+    assert.equal(chunks[0]!.choices[0]!.delta.role, 'assistant');
+    const choices = chunks.flatMap((chunk) => chunk.choices);
+    assert.equal(choices.map((choice) => choice.delta.content ?? '').join(''), plain.choices[0]!.message.content);
+    assert.deepEqual(choices.flatMap((choice) => choice.token_ids ?? []), plain.choices[0]!.token_ids);
+    assert.equal(choices.filter((choice) => choice.logprobs !== null).length, plain.choices[0]!.token_ids.length, 'one logprob per token');
+    assert.equal(choices.at(-1)!.finish_reason, plain.choices[0]!.token_ids.length === 6 ? 'length' : 'stop');
+    assert.equal(chunks.at(-1)!.usage?.completion_tokens, plain.choices[0]!.token_ids.length);
+
+    const completion = await (await post('/completions', { model: 'tiny', prompt, max_tokens: 5, temperature: 0 })).json() as { choices: { text: string }[] };
+    const completionLines = (await (await post('/completions', { model: 'tiny', prompt, max_tokens: 5, temperature: 0, stream: true })).text()).split('\n').filter((line) => line !== '');
+    assert.equal(completionLines.at(-1), 'data: [DONE]');
+    const texts = completionLines.slice(0, -1).map((line) => (JSON.parse(line.slice('data: '.length)) as { object: string; choices: { text: string }[] }));
+    assert.ok(texts.every((chunk) => chunk.object === 'text_completion'));
+    assert.equal(texts.map((chunk) => chunk.choices[0]!.text).join(''), completion.choices[0]!.text);
+    assert.equal(texts.length, 6, 'five token chunks and the finish chunk');
+  });
+
   it('reads Retry-After as seconds or as an HTTP date', () => {
     assert.equal(retryAfterMs('2'), 2000);
     assert.equal(retryAfterMs(null), undefined);
