@@ -8,9 +8,12 @@ import { CancelledFailure } from '@temporalio/common';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { z } from 'zod';
 import type { BlobStore } from './ports/blob-store.port.js';
-import { finishReasons, type GenerateRequest, type GenerateResult, type PolicyBackend } from './ports/policy.port.js';
+import {
+  finishReasons, generatedTokenCount, tokenCountSources, trainingFields, type GenerateRequest, type GenerateResult, type PolicyBackend,
+} from './ports/policy.port.js';
 import { generateRequestSchema } from './ports/policy-request.schema.js';
 import { errorTypes } from '../workflows/contracts/errors.js';
+import type { PolicyCapabilitiesResult } from '../workflows/contracts/policy-capabilities.contract.js';
 import { parseActivityInput } from './activity-input.js';
 
 /** Input of `generate`. */
@@ -46,6 +49,9 @@ const blobSchema = z.object({
   key: z.string(), text: z.string(), promptTokenIds: z.array(z.number().int()), tokenIds: z.array(z.number().int()),
   logprobs: z.array(z.number()), tokenVersions: z.array(z.number().int()), policyVersion: z.number().int(),
   finishReason: z.enum(finishReasons),
+  untrainable: z.object({
+    missing: z.array(z.enum(trainingFields)), generatedTokens: z.number().int().min(0), countedFrom: z.enum(tokenCountSources),
+  }).optional(),
 });
 
 export const generationBlobKey = (key: string) => `generations/${key}.json`;
@@ -55,6 +61,24 @@ export interface PolicyActivityDependencies {
   readonly blobs: BlobStore;
   /** Heartbeat period while generating. @default 1000 */
   readonly heartbeatMs?: number;
+}
+
+/** `policyCapabilities`: what the backend's generations carry (an OpenAI-compatible server is probed; unreachable: retried). */
+export function createPolicyCapabilityActivities({ backend, heartbeatMs = 1000 }: Pick<PolicyActivityDependencies, 'backend' | 'heartbeatMs'>) {
+  return {
+    async policyCapabilities(): Promise<PolicyCapabilitiesResult> {
+      const context = Context.current();
+      const beat = setInterval(() => context.heartbeat({ probing: backend.name }), heartbeatMs);
+      try {
+        const { tokenIds, logprobs, detail } = await backend.capabilities();
+        return { backend: backend.name, tokenIds, logprobs, detail };
+      } catch (error) {
+        throw asFailure(error, 'policyCapabilities');
+      } finally {
+        clearInterval(beat);
+      }
+    },
+  };
 }
 
 export function createPolicyActivities({ backend, blobs, heartbeatMs = 1000 }: PolicyActivityDependencies) {
@@ -87,13 +111,14 @@ export function createPolicyActivities({ backend, blobs, heartbeatMs = 1000 }: P
       try {
         result = await backend.generate(request, context.cancellationSignal);
       } catch (error) {
-        throw asFailure(error);
+        throw asFailure(error, 'generate');
       } finally {
         clearInterval(beat);
       }
       const record: GenerationBlob = {
         key, text: result.text, promptTokenIds: result.promptTokenIds, tokenIds: result.tokenIds, logprobs: result.logprobs,
         tokenVersions: result.tokenVersions, policyVersion: result.policyVersion, finishReason: result.finishReason,
+        ...(result.untrainable ? { untrainable: result.untrainable } : {}),
       };
       await blobs.put(generationBlobKey(key), JSON.stringify(record), 'application/json');
       if (result.finishReason === 'interrupted' && context.cancellationSignal.aborted) {
@@ -101,24 +126,25 @@ export function createPolicyActivities({ backend, blobs, heartbeatMs = 1000 }: P
       }
       return summarize(record);
     },
+    ...createPolicyCapabilityActivities({ backend, heartbeatMs }),
   };
 }
 
 function summarize(record: GenerationBlob): GenerateActivityResult {
   return {
     text: record.text, blobKey: generationBlobKey(record.key), policyVersion: record.policyVersion,
-    finishReason: record.finishReason, promptTokens: record.promptTokenIds.length, generatedTokens: record.tokenIds.length,
+    finishReason: record.finishReason, promptTokens: record.promptTokenIds.length, generatedTokens: generatedTokenCount(record),
   };
 }
 
 /** Bad requests are not retried; anything else (an unreachable server) is, with the activity's backoff. */
-function asFailure(error: unknown): unknown {
+function asFailure(error: unknown, activity: string): unknown {
   if (error instanceof ApplicationFailure || error instanceof CancelledFailure) return error;
   const message = error instanceof Error ? error.message : String(error);
   const invalid = error instanceof Error && (['InvalidGenerateRequestError', 'InferenceRequestError'].includes(error.name) || error instanceof RangeError);
   return invalid
-    ? ApplicationFailure.nonRetryable(`generate: ${message}`, errorTypes.invalidInput)
-    : ApplicationFailure.retryable(`generate: ${message}`, errorTypes.unavailable);
+    ? ApplicationFailure.nonRetryable(`${activity}: ${message}`, errorTypes.invalidInput)
+    : ApplicationFailure.retryable(`${activity}: ${message}`, errorTypes.unavailable);
 }
 
 export type PolicyActivities = ReturnType<typeof createPolicyActivities>;

@@ -7,9 +7,12 @@ import type pg from 'pg';
 import { createGenerateTurnActivities, createTurnToolActivities } from '../activities/agent/agent-turn.activities.js';
 import { createFinishActivities } from '../activities/agent/finish.activities.js';
 import type { BlobStore } from '../activities/ports/blob-store.port.js';
+import type { Judge } from '../activities/ports/judge.port.js';
 import type { PolicyBackend } from '../activities/ports/policy.port.js';
 import type { WeightSync } from '../activities/ports/weight-sync.port.js';
+import { createPolicyCapabilityActivities } from '../activities/policy.activities.js';
 import { createWeightSyncActivities } from '../activities/weight-sync.activities.js';
+import { configuredJudge } from '../infra/inference/openai.backend.js';
 import { noWeightSync } from '../infra/inference/weight-sync.js';
 import type { Config } from '../infra/config.js';
 import { createPgTrajectoryStore } from '../infra/postgres/trajectory-store.pg.js';
@@ -33,6 +36,8 @@ export interface InProcessAgentOptions {
   readonly extraActivities?: Partial<Record<QueueRole, object>>;
   /** What `syncWeights` (gpu-infer) runs after each learner step. @default none: the caller drives `backend`'s version */
   readonly weightSync?: WeightSync;
+  /** The LLM judge of rewardMetric "judge". @default the configured one (LONGHAUL_JUDGE_BASE_URL or LONGHAUL_OPENAI_BASE_URL), if any */
+  readonly judge?: Judge;
 }
 
 export interface InProcessAgent {
@@ -44,8 +49,10 @@ export async function createInProcessAgent(options: InProcessAgentOptions): Prom
   const roles = options.roles ?? ['agent', 'gpu-infer', 'tools'];
   const connection = await connectWorker(config);
   const activitiesOf: Partial<Record<QueueRole, object>> = {
-    agent: createFinishActivities({ blobs, trajectories: createPgTrajectoryStore(pool) }),
-    'gpu-infer': { ...createGenerateTurnActivities({ blobs, backend }), ...createWeightSyncActivities({ weightSync: options.weightSync ?? noWeightSync() }) },
+    agent: createFinishActivities({ blobs, trajectories: createPgTrajectoryStore(pool), judge: options.judge ?? configuredJudge(config.judge) }),
+    'gpu-infer': {
+      ...createGenerateTurnActivities({ blobs, backend }), ...createPolicyCapabilityActivities({ backend }), ...createWeightSyncActivities({ weightSync: options.weightSync ?? noWeightSync() }),
+    },
     tools: createTurnToolActivities({ blobs, tools }),
   };
   const workers = await Promise.all(roles.map((role) => Worker.create({

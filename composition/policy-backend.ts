@@ -135,6 +135,7 @@ export function lazyBackend(open: (version?: number) => Promise<ConfiguredBacken
     name,
     generate: (request, signal) => use((backend) => backend.generate(request, signal)),
     currentVersion: () => use((backend) => backend.currentVersion()),
+    capabilities: () => use((backend) => backend.capabilities()),
     // One reload at a time, in call order.
     reload: (version) => {
       const next = reloads.then(() => reload(version));

@@ -80,6 +80,10 @@ export const environmentSchema = z.object({
     .describe('How serving picks up each policy version the learner trains (the `syncWeights` activity on gpu-infer): `onnx` (the gpu-infer worker reloads its model in place), `sglang` (POST /update_weights_from_disk with the version\'s folder), `vllm` (load the version as LoRA adapter `longhaul-v<version>` through /v1/load_lora_adapter; the server needs VLLM_ALLOW_RUNTIME_LORA_UPDATING=True) or `none`.'),
   LONGHAUL_WEIGHT_SYNC_URL: z.string().url('expected a URL such as http://127.0.0.1:30000').optional()
     .describe('Base URL (without /v1) of the SGLang or vLLM server that LONGHAUL_WEIGHT_SYNC=sglang or vllm updates; it must be able to read the version folders the gpu-infer worker caches under <home>/models/versions. Default: LONGHAUL_OPENAI_BASE_URL without /v1. Sent LONGHAUL_OPENAI_API_KEY when set.'),
+  LONGHAUL_JUDGE_BASE_URL: z.string().url('expected a URL such as http://127.0.0.1:8000/v1').optional()
+    .describe('Base URL (ending in /v1) of the OpenAI-compatible chat endpoint that grades answers when a trajectory\'s rewardMetric is `judge` (read by the agent worker). Default: LONGHAUL_OPENAI_BASE_URL. Neither set: such trajectories fail at scoring, naming this variable.'),
+  LONGHAUL_JUDGE_MODEL: z.string().min(1).optional().describe('Model name sent to the judge. Default: LONGHAUL_OPENAI_MODEL.'),
+  LONGHAUL_JUDGE_API_KEY: z.string().min(1).optional().describe('Bearer token for the judge. Default: LONGHAUL_OPENAI_API_KEY.'),
 });
 
 export type Environment = z.infer<typeof environmentSchema>;
@@ -137,6 +141,8 @@ export interface Config {
     /** Server base URL for sglang/vllm (null: none given, and no OpenAI base URL to derive it from). */
     readonly url: string | null;
   };
+  /** The LLM judge of rewardMetric "judge" (baseUrl null: none configured). */
+  readonly judge: { readonly baseUrl: string | null; readonly model: string; readonly apiKey: string | null };
 }
 
 export class ConfigError extends Error {
@@ -219,6 +225,11 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
     weightSync: {
       kind: env.LONGHAUL_WEIGHT_SYNC,
       url: env.LONGHAUL_WEIGHT_SYNC_URL ?? env.LONGHAUL_OPENAI_BASE_URL?.replace(/\/v1\/?$/, '') ?? null,
+    },
+    judge: {
+      baseUrl: env.LONGHAUL_JUDGE_BASE_URL ?? env.LONGHAUL_OPENAI_BASE_URL ?? null,
+      model: env.LONGHAUL_JUDGE_MODEL ?? env.LONGHAUL_OPENAI_MODEL,
+      apiKey: env.LONGHAUL_JUDGE_API_KEY ?? env.LONGHAUL_OPENAI_API_KEY ?? null,
     },
   };
   return deepFreeze(config);

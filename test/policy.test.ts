@@ -37,7 +37,7 @@ describe('the generate activity and policy versions', () => {
 
   it('stores the generation under its key and returns the stored record on a retry', async () => {
     let calls = 0;
-    const counting: PolicyBackend = { name: 'onnx', currentVersion: () => onnx.currentVersion(), generate: (request, signal) => { calls += 1; return onnx.generate(request, signal); } };
+    const counting: PolicyBackend = { name: 'onnx', currentVersion: () => onnx.currentVersion(), capabilities: () => onnx.capabilities(), generate: (request, signal) => { calls += 1; return onnx.generate(request, signal); } };
     const activities = createPolicyActivities({ backend: counting, blobs: context.blobs });
     const key = `${randomUUID()}/turn-0003`;
     const input = { key, request: { prompt, maxNewTokens: 6 } };
@@ -60,7 +60,7 @@ describe('the generate activity and policy versions', () => {
     let release!: () => void;
     const started = new Promise<void>((resolve) => { release = resolve; });
     const slow: PolicyBackend = {
-      name: 'onnx', currentVersion: async () => 0,
+      name: 'onnx', currentVersion: async () => 0, capabilities: () => onnx.capabilities(),
       async generate(request: GenerateRequest, signal?: AbortSignal): Promise<GenerateResult> {
         release();
         await new Promise((resolve) => signal?.addEventListener('abort', resolve, { once: true }));

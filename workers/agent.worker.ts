@@ -6,6 +6,7 @@ import { createBufferActivities } from '../activities/buffer.activities.js';
 import { createLearnerActivities } from '../activities/learner.activities.js';
 import { createPgTrajectoryBuffer } from '../infra/postgres/buffer.pg.js';
 import { config } from '../infra/config.js';
+import { configuredJudge } from '../infra/inference/openai.backend.js';
 import { createPool } from '../infra/postgres/database.js';
 import { createPgSkeletonStepStore } from '../infra/postgres/skeleton-step-store.pg.js';
 import { createPgTrajectoryStore } from '../infra/postgres/trajectory-store.pg.js';
@@ -20,7 +21,7 @@ start(() => runWorker({
       activities: {
         ...createHealthActivities('agent'),
         ...createSkeletonActivities({ blobs, steps: createPgSkeletonStepStore(pool) }),
-        ...createFinishActivities({ blobs, trajectories: createPgTrajectoryStore(pool) }),
+        ...createFinishActivities({ blobs, trajectories: createPgTrajectoryStore(pool), judge: configuredJudge(config().judge) }),
         ...createLearnerActivities({ blobs }),
         ...createBufferActivities({ buffer: createPgTrajectoryBuffer(pool) }),
       },

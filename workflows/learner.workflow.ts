@@ -17,6 +17,7 @@ import {
   type WeightSyncActivities,
 } from './contracts/learner.contract.js';
 import { parseLearnerInput, parseLearnerSettings } from './contracts/learner.input.js';
+import { requireTrainablePolicy, type PolicyCapabilitiesActivities } from './contracts/policy-capabilities.contract.js';
 import { queuePrefixOf } from './contracts/queues.js';
 import { searchAttributes } from './contracts/search-attributes.js';
 import { interruptSignal, trajectoryFinishedSignal, type TrajectoryReport } from './contracts/trajectory.contract.js';
@@ -40,7 +41,7 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
   const options = activityOptions(prefix);
   const learnerActivities = proxyActivities<LearnerActivities>(options.bookkeeping);
   const trainer = proxyActivities<TrainActivities>(options.train);
-  const inference = proxyActivities<WeightSyncActivities>(options.weightSync);
+  const inference = proxyActivities<WeightSyncActivities & PolicyCapabilitiesActivities>(options.weightSync);
   let run: LearnerCarried = raw.carried ?? {
     version: input.startVersion, step: 0, started: 0, nextQuestion: 0, finished: 0, dropped: 0, consumed: 0, groups: [], busyMs: 0,
     startedAtMs: Date.now(), history: [], paused: false, settings: input.settings, oldestVersions: {}, ready: 0,
@@ -189,6 +190,8 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
     }));
   }
 
+  // Refuse at once a policy backend whose trajectories could not be trained on (no token ids or logprobs).
+  if (raw.carried === undefined && patched('policy-capabilities')) requireTrainablePolicy(await inference.policyCapabilities());
   let trainerRun: Promise<void> | undefined;
   while (run.step < run.settings.maxSteps) {
     changed = false;

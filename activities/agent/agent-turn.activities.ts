@@ -6,7 +6,7 @@
 import { CancelledFailure } from '@temporalio/common';
 import { Context } from '@temporalio/activity';
 import type { BlobStore } from '../ports/blob-store.port.js';
-import type { GenerateResult, PolicyBackend } from '../ports/policy.port.js';
+import { generatedTokenCount, type GenerateResult, type PolicyBackend } from '../ports/policy.port.js';
 import type { ParsedAction } from '../../workflows/contracts/trajectory.contract.js';
 import type { ToolActivities } from '../../workflows/contracts/tools.contract.js';
 import type { GenerateTurnInput, GenerateTurnResult, RunTurnToolsInput, ToolCallSummary } from '../../workflows/contracts/agent-turn.contract.js';
@@ -31,7 +31,7 @@ function summarizeGeneration(record: GenerationRecord): GenerateTurnResult {
   return {
     action: summarizeAction(record.action),
     actionKey: actionKey(record.action),
-    generatedTokens: record.tokenIds.length,
+    generatedTokens: generatedTokenCount(record),
     promptTokens: record.promptTokenIds.length,
     policyVersion: record.policyVersion,
     versions: [...new Set(record.tokenVersions)].sort((a, b) => a - b),
@@ -93,7 +93,7 @@ export function createTurnGenerator({ blobs, backend }: AgentTurnDependencies) {
     const record: GenerationRecord = {
       turn, text: result.text, promptChars: prompt.length, promptTokenIds: result.promptTokenIds, tokenIds: result.tokenIds,
       logprobs: result.logprobs, tokenVersions: result.tokenVersions, policyVersion: result.policyVersion,
-      finishReason: result.finishReason, action, interruptions: partial?.interruptions ?? 0,
+      finishReason: result.finishReason, action, interruptions: partial?.interruptions ?? 0, ...(result.untrainable ? { untrainable: result.untrainable } : {}),
     };
     await writeJson(blobs, transcriptKeys.generation(id, turn), record);
     return summarizeGeneration(record);

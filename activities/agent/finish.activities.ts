@@ -1,22 +1,47 @@
 /**
  * finishTrajectory: scores the answer and writes the trajectory record once (blob + row, keyed by
- * workflow id), so retries and resumes never duplicate it. Runs on the agent queue.
+ * workflow id), so retries and resumes never duplicate it. Runs on the agent queue. With
+ * rewardMetric "judge" nothing is written until the judge has answered: a judge that is down fails
+ * the activity retryably; one that refuses the request, or none configured, fails it for good.
  */
+import { ApplicationFailure } from '@temporalio/activity';
 import type { BlobStore } from '../ports/blob-store.port.js';
-import type { PolicyBackend } from '../ports/policy.port.js';
+import type { Judge } from '../ports/judge.port.js';
 import type { TrajectoryStore } from '../ports/trajectory-store.port.js';
 import { trajectoryRecordSchema, trajectoryRecordSchemaName, type TrajectoryRecord } from '../ports/trajectory-record.schema.js';
 import { parseActivityInput } from '../activity-input.js';
 import type { FinishTrajectoryInput, FinishTrajectoryResult } from '../../workflows/contracts/agent-turn.contract.js';
-import { judgeAnswer } from '../reward/judge.js';
+import { errorTypes } from '../../workflows/contracts/errors.js';
+import { judgeAnswer, type JudgeOutcome } from '../reward/judge.js';
 import { scoreAnswer } from '../reward/metrics.js';
 import { readJson, transcriptKeys, type GenerationRecord, type ToolsRecord } from './transcript.js';
 
 export interface FinishDependencies {
   readonly blobs: BlobStore;
   readonly trajectories: TrajectoryStore;
-  /** A judge model, when the reward metric is "judge". */
-  readonly judge?: PolicyBackend;
+  /** The LLM judge for rewardMetric "judge" (absent: such trajectories fail at scoring, naming the variable to set). */
+  readonly judge?: Judge;
+}
+
+async function judged(judge: Judge | undefined, input: FinishTrajectoryInput): Promise<JudgeOutcome> {
+  if (!judge) {
+    throw ApplicationFailure.nonRetryable(
+      'finishTrajectory: rewardMetric "judge" needs an LLM judge and this agent worker has none: set LONGHAUL_JUDGE_BASE_URL '
+      + '(or LONGHAUL_OPENAI_BASE_URL) to an OpenAI-compatible /v1 endpoint and restart the agent worker, or use rewardMetric "f1", "em" or "cover_em"',
+      errorTypes.invalidInput,
+    );
+  }
+  try {
+    return await judgeAnswer(judge, input.question, input.answers, input.answer);
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    const refused = error instanceof Error && ['InferenceRequestError', 'InvalidGenerateRequestError'].includes(error.name);
+    const where = `the judge (model ${JSON.stringify(judge.model)} at ${judge.baseUrl})`;
+    if (refused) {
+      throw ApplicationFailure.nonRetryable(`finishTrajectory: ${where} refused the request: ${message}. Check LONGHAUL_JUDGE_MODEL and LONGHAUL_JUDGE_API_KEY`, errorTypes.invalidInput);
+    }
+    throw ApplicationFailure.retryable(`finishTrajectory: ${where} is unreachable or failing: ${message}. Retrying; nothing is recorded until it answers`, errorTypes.unavailable);
+  }
 }
 
 async function readTurns(blobs: BlobStore, id: string, turns: number) {
@@ -40,10 +65,10 @@ export function createFinishActivities({ blobs, trajectories, judge }: FinishDep
       if (existing) return { reward: existing.reward, rewardParts: existing.rewardParts, recordKey: existing.recordKey, written: false };
       const turns = await readTurns(blobs, input.trajectoryId, input.turns);
       const { parts, errors } = scoreAnswer(input.answer, input.answers, { turns: input.turns, invalidSteps: input.invalidSteps, answered: input.answer !== null });
-      if (input.rewardMetric === 'judge') {
-        const outcome = judge ? await judgeAnswer(judge, input.question, input.answers, input.answer) : { score: 0, error: 'no judge backend configured' };
-        parts.judge = outcome.score;
-        if (outcome.error) errors.judge = outcome.error;
+      const judgement = input.rewardMetric === 'judge' ? await judged(judge, input) : undefined;
+      if (judgement) {
+        parts.judge = judgement.score;
+        if (judgement.error) errors.judge = judgement.error;
       }
       const reward = input.answers.length === 0 ? 0 : parts[input.rewardMetric] ?? 0;
       const recordKey = transcriptKeys.record(input.trajectoryId);
@@ -51,13 +76,16 @@ export function createFinishActivities({ blobs, trajectories, judge }: FinishDep
         schema: trajectoryRecordSchemaName, trajectoryId: input.trajectoryId, runId: input.runId, dataset: input.dataset, questionId: input.questionId,
         question: input.question, answers: [...input.answers], answer: input.answer, stopReason: input.stopReason, turns: input.turns,
         invalidSteps: input.invalidSteps, generatedTokens: input.generatedTokens, versionsUsed: [...input.versionsUsed], rewardMetric: input.rewardMetric,
-        reward, rewardParts: parts, rewardErrors: errors,
+        reward, rewardParts: parts, rewardErrors: errors, ...(judgement ? { judge: { ...judgement, messages: judgement.messages && [...judgement.messages] } } : {}),
+        // False when some turn's server returned no token ids or logprobs (see GenerateResult.untrainable).
+        trainable: turns.every(({ generation }) => generation.untrainable === undefined),
         turnRecords: turns.map(({ generation, tools }) => ({
           turn: generation.turn, policyVersion: generation.policyVersion, tokenVersions: [...generation.tokenVersions],
           promptTokenIds: [...generation.promptTokenIds], tokenIds: [...generation.tokenIds],
           // JSON has no NaN or Infinity (it would write null anyway): say so explicitly; the trainer refuses such a turn.
           logprobs: generation.logprobs.map((logprob) => (Number.isFinite(logprob) ? logprob : null)),
           text: generation.text, action: generation.action, finishReason: generation.finishReason, interruptions: generation.interruptions,
+          ...(generation.untrainable ? { untrainable: { ...generation.untrainable, missing: [...generation.untrainable.missing] } } : {}),
           tools: (tools?.results ?? []).map((result) => ({ tool: result.tool, ok: result.ok, invalid: result.invalid, latencyMs: result.latencyMs, cacheHit: result.cacheHit, truncated: result.truncated, documentIds: [...result.documentIds] })),
         })),
       };

@@ -42,6 +42,13 @@ export interface GenerateRequest extends SamplingOptions {
   readonly forcedText?: string;
 }
 
+/** What training needs from a generation that a server may not send. */
+export const trainingFields = ['tokenIds', 'logprobs'] as const;
+export type TrainingField = (typeof trainingFields)[number];
+/** Where a generation's token count came from. */
+export const tokenCountSources = ['tokenIds', 'usage', 'estimate'] as const;
+export type TokenCountSource = (typeof tokenCountSources)[number];
+
 export interface GenerateResult {
   readonly text: string;
   readonly promptTokenIds: readonly number[];
@@ -53,6 +60,30 @@ export interface GenerateResult {
   readonly tokenVersions: readonly number[];
   readonly policyVersion: number;
   readonly finishReason: FinishReason;
+  /**
+   * Present when the server returned no token ids or no logprobs (llama.cpp, Ollama, hosted APIs):
+   * what is missing, and the generated token count taken from `tokenIds`, from the server's
+   * `usage.completion_tokens`, or estimated from the text (one token per 4 characters) when it
+   * sends neither. Such a generation cannot be trained on.
+   */
+  readonly untrainable?: {
+    readonly missing: readonly TrainingField[];
+    readonly generatedTokens: number;
+    readonly countedFrom: TokenCountSource;
+  };
+}
+
+/** Tokens a generation produced: its token ids, or the server's count when it sent none. */
+export function generatedTokenCount(result: Pick<GenerateResult, 'tokenIds' | 'untrainable'>): number {
+  return result.untrainable?.generatedTokens ?? result.tokenIds.length;
+}
+
+/** What a backend can give the learner: RL needs token ids and behaviour logprobs for every generated token. */
+export interface PolicyCapabilities {
+  readonly tokenIds: boolean;
+  readonly logprobs: boolean;
+  /** How this was found out, e.g. "probed http://…/v1/completions: no token ids in the response". */
+  readonly detail: string;
 }
 
 export interface PolicyBackend {
@@ -61,4 +92,6 @@ export interface PolicyBackend {
   generate(request: GenerateRequest, signal?: AbortSignal): Promise<GenerateResult>;
   /** The version this backend serves now. */
   currentVersion(): Promise<number>;
+  /** Whether its generations carry token ids and logprobs (a server backend asks its server). */
+  capabilities(): Promise<PolicyCapabilities>;
 }

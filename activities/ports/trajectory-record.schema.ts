@@ -7,7 +7,7 @@
  */
 import { z } from 'zod';
 import { rewardMetrics, stopReasons } from '../../workflows/contracts/trajectory.contract.js';
-import { finishReasons } from './policy.port.js';
+import { finishReasons, tokenCountSources, trainingFields } from './policy.port.js';
 
 export const trajectoryRecordSchemaName = 'longhaul.trajectory/1';
 
@@ -30,6 +30,23 @@ const parsedActionSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('invalid'), reason: z.string() }),
 ]);
 
+/** The LLM judge's verdicts (rewardMetric "judge"). */
+export const judgeVerdicts = ['correct', 'incorrect', 'none', 'no answer'] as const;
+export type JudgeVerdict = (typeof judgeVerdicts)[number];
+
+/** The judge's grading as recorded: model, endpoint, prompt and reply, so that a score can be audited. */
+export const judgementSchema = z.object({
+  score: z.union([z.literal(0), z.literal(1)]),
+  verdict: z.enum(judgeVerdicts),
+  /** Why the score is 0 without an "incorrect" verdict. */
+  error: z.string().optional(),
+  model: z.string().optional(),
+  baseUrl: z.string().optional(),
+  messages: z.array(z.object({ role: z.string(), content: z.string() })).optional(),
+  /** The judge's reply, first 500 characters. */
+  reply: z.string().optional(),
+});
+
 export const turnRecordSchema = z.object({
   turn: z.number().int().min(0),
   /** The version the turn asked for; tokenVersions says which version generated each token. */
@@ -44,6 +61,8 @@ export const turnRecordSchema = z.object({
   finishReason: z.enum(finishReasons),
   /** How many times the generation was interrupted and resumed. */
   interruptions: z.number().int().min(0),
+  /** Present when the server sent no token ids or logprobs for this turn: what is missing and how its tokens were counted. */
+  untrainable: z.object({ missing: z.array(z.enum(trainingFields)), generatedTokens: z.number().int().min(0), countedFrom: z.enum(tokenCountSources) }).optional(),
   tools: z.array(toolCallSummarySchema),
 });
 
@@ -68,6 +87,10 @@ export const trajectoryRecordSchema = z.object({
   rewardParts: z.record(z.string(), z.number()),
   /** Why a reward part scored 0 because its metric failed (e.g. the judge). */
   rewardErrors: z.record(z.string(), z.string()),
+  /** The judge's grading, when rewardMetric is "judge". */
+  judge: judgementSchema.optional(),
+  /** False when some turn's server returned no token ids or logprobs: the trainer cannot use this trajectory. */
+  trainable: z.boolean(),
   turnRecords: z.array(turnRecordSchema),
 });
 

@@ -1,20 +1,36 @@
 /**
- * LLM-as-judge through any PolicyBackend (the `openai` backend in practice). The judge answers
- * with a verdict line; anything unparsable scores 0 with the reason recorded. Never throws.
+ * LLM-as-judge (rewardMetric "judge"): a chat model grades the predicted answer against the gold
+ * answers and replies with a verdict line. The outcomes, by design:
+ * - no predicted answer: score 0, the judge is not asked;
+ * - a reply with a verdict: 1 (CORRECT) or 0 (INCORRECT);
+ * - a reply without one (the judge answered, but not in the asked form): score 0, verdict "none",
+ *   the reply recorded. The judge runs at temperature 0, so asking again would give the same reply;
+ * - the judge unreachable or failing (connection refused, 5xx, time-outs) or refusing the request
+ *   (4xx: unknown model, bad key, a body that is not a completion): `judgeAnswer` throws, so the
+ *   caller writes nothing and decides whether to retry (finishTrajectory: retry the first,
+ *   fail the second non-retryably).
  */
-import type { PolicyBackend } from '../ports/policy.port.js';
+import type { Judge } from '../ports/judge.port.js';
+import type { JudgeVerdict } from '../ports/trajectory-record.schema.js';
 
-export function judgePrompt(question: string, golds: readonly string[], prediction: string): string {
+export type JudgeMessage = { readonly role: 'system' | 'user'; readonly content: string };
+
+export function judgeMessages(question: string, golds: readonly string[], prediction: string): JudgeMessage[] {
   return [
-    'You grade answers to questions. Decide whether the predicted answer means the same as any gold answer.',
-    'Reply with exactly one line: "VERDICT: CORRECT" or "VERDICT: INCORRECT".',
-    '',
-    `Question: ${question}`,
-    `Gold answers: ${golds.map((gold) => JSON.stringify(gold)).join(' | ')}`,
-    `Predicted answer: ${JSON.stringify(prediction)}`,
-    '',
-    'VERDICT:',
-  ].join('\n');
+    {
+      role: 'system',
+      content: 'You grade answers to questions. Decide whether the predicted answer means the same as any gold answer. '
+        + 'Reply with exactly one line: "VERDICT: CORRECT" or "VERDICT: INCORRECT".',
+    },
+    {
+      role: 'user',
+      content: [
+        `Question: ${question}`,
+        `Gold answers: ${golds.map((gold) => JSON.stringify(gold)).join(' | ')}`,
+        `Predicted answer: ${JSON.stringify(prediction)}`,
+      ].join('\n'),
+    },
+  ];
 }
 
 /** 1, 0, or null when the reply carries no verdict. */
@@ -24,19 +40,30 @@ export function parseVerdict(reply: string): 1 | 0 | null {
   return match[1]!.toUpperCase() === 'CORRECT' ? 1 : 0;
 }
 
+/** What the trajectory record keeps of a judgement. */
 export interface JudgeOutcome {
-  readonly score: number;
+  readonly score: 0 | 1;
+  readonly verdict: JudgeVerdict;
+  /** Why the score is 0 without an INCORRECT verdict. */
   readonly error?: string;
+  readonly model?: string;
+  readonly baseUrl?: string;
+  readonly messages?: readonly JudgeMessage[];
+  /** The judge's reply, first 500 characters. */
   readonly reply?: string;
 }
 
-export async function judgeAnswer(backend: PolicyBackend, question: string, golds: readonly string[], prediction: string | null): Promise<JudgeOutcome> {
-  if (prediction === null) return { score: 0, error: 'no answer to judge' };
-  try {
-    const result = await backend.generate({ prompt: judgePrompt(question, golds, prediction), maxNewTokens: 8, temperature: 0 });
-    const verdict = parseVerdict(result.text);
-    return verdict === null ? { score: 0, error: 'judge reply has no verdict', reply: result.text.slice(0, 200) } : { score: verdict, reply: result.text.slice(0, 200) };
-  } catch (error) {
-    return { score: 0, error: `judge failed: ${error instanceof Error ? error.message : String(error)}` };
-  }
+/** Reply length asked for: the verdict line and a little slack. */
+const judgeMaxTokens = 16;
+
+/** Grade `prediction`; throws when the judge cannot be reached or refuses the request (see the file comment). */
+export async function judgeAnswer(judge: Judge, question: string, golds: readonly string[], prediction: string | null): Promise<JudgeOutcome> {
+  if (prediction === null) return { score: 0, verdict: 'no answer', error: 'no answer to judge' };
+  const messages = judgeMessages(question, golds, prediction);
+  const result = await judge.backend.generate({ prompt: '', messages, maxNewTokens: judgeMaxTokens, temperature: 0 });
+  const reply = result.text.slice(0, 500);
+  const verdict = parseVerdict(result.text);
+  const asked = { model: judge.model, baseUrl: judge.baseUrl, messages, reply };
+  if (verdict === null) return { score: 0, verdict: 'none', error: 'judge reply has no verdict (expected "VERDICT: CORRECT" or "VERDICT: INCORRECT")', ...asked };
+  return { score: verdict, verdict: verdict === 1 ? 'correct' : 'incorrect', ...asked };
 }

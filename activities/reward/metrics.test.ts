@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { coverExactMatch, exactMatch, formatScore, normalizeAnswer, scoreAnswer, tokenF1 } from './metrics.js';
-import { judgeAnswer, parseVerdict } from './judge.js';
+import { judgeAnswer, judgeMessages, parseVerdict } from './judge.js';
+import type { Judge } from '../ports/judge.port.js';
 import type { PolicyBackend } from '../ports/policy.port.js';
 
 test('normalisation lowercases, strips punctuation, articles and accents', () => {
@@ -38,7 +39,34 @@ test('the judge verdict parser reads CORRECT and INCORRECT and nothing else', ()
   assert.equal(parseVerdict('maybe'), null);
 });
 
-test('a failing judge backend scores 0 with the error recorded, never throws', async () => {
-  const broken: PolicyBackend = { name: 'openai', currentVersion: async () => 0, generate: async () => { throw new Error('connection refused'); } };
-  assert.deepEqual(await judgeAnswer(broken, 'q', ['a'], 'a'), { score: 0, error: 'judge failed: connection refused' });
+function judgeReplying(reply: () => Promise<string>, asked: unknown[] = []): Judge {
+  const backend: PolicyBackend = {
+    name: 'openai', currentVersion: async () => 0, capabilities: async () => ({ tokenIds: false, logprobs: false, detail: 'judge' }),
+    generate: async (request) => {
+      asked.push(request);
+      const text = await reply();
+      return { text, promptTokenIds: [], tokenIds: [], logprobs: [], tokenVersions: [], policyVersion: 0, finishReason: 'stop' };
+    },
+  };
+  return { backend, model: 'judge-model', baseUrl: 'http://judge.invalid/v1' };
+}
+
+test('the judge scores its verdict, records model, messages and reply, and a reply without a verdict scores 0 with the reason', async () => {
+  const asked: unknown[] = [];
+  const correct = await judgeAnswer(judgeReplying(async () => 'VERDICT: CORRECT', asked), 'Capital of Peru?', ['Lima'], 'lima');
+  assert.equal(correct.score, 1);
+  assert.equal(correct.verdict, 'correct');
+  assert.equal(correct.model, 'judge-model');
+  assert.deepEqual(correct.messages, judgeMessages('Capital of Peru?', ['Lima'], 'lima'));
+  assert.deepEqual(asked, [{ prompt: '', messages: judgeMessages('Capital of Peru?', ['Lima'], 'lima'), maxNewTokens: 16, temperature: 0 }]);
+  const garbage = await judgeAnswer(judgeReplying(async () => 'the weather is nice'), 'q', ['a'], 'b');
+  assert.deepEqual([garbage.score, garbage.verdict, garbage.reply], [0, 'none', 'the weather is nice']);
+  assert.match(garbage.error ?? '', /no verdict/);
+});
+
+test('the judge is not asked without an answer, and a failing judge throws instead of scoring 0', async () => {
+  const asked: unknown[] = [];
+  assert.deepEqual(await judgeAnswer(judgeReplying(async () => 'VERDICT: CORRECT', asked), 'q', ['a'], null), { score: 0, verdict: 'no answer', error: 'no answer to judge' });
+  assert.equal(asked.length, 0);
+  await assert.rejects(judgeAnswer(judgeReplying(async () => { throw new Error('connection refused'); }), 'q', ['a'], 'a'), /connection refused/);
 });

@@ -25,8 +25,17 @@ export interface OnnxBackendOptions {
   readonly threads?: number;
 }
 
+/** One generated token as it is sampled: its id, behaviour logprob and the text it adds (may be '' mid-character; stop tokens are not reported). */
+export interface StreamedToken {
+  readonly tokenId: number;
+  readonly logprob: number;
+  readonly text: string;
+}
+
 export interface OnnxBackend extends PolicyBackend {
   readonly name: 'onnx';
+  /** As PolicyBackend's, and `onToken` hears each sampled token as it comes (`longhaul serve`'s streaming). */
+  generate(request: GenerateRequest, signal?: AbortSignal, onToken?: (token: StreamedToken) => void): Promise<GenerateResult>;
   readonly tokenizer: BpeTokenizer;
   readonly model: OnnxModel;
   /** Token ids of a request's prompt (chat template applied when `messages` is set). */
@@ -46,8 +55,9 @@ export async function createOnnxBackend(options: OnnxBackendOptions): Promise<On
     model,
     promptTokenIds,
     currentVersion: async () => options.version,
+    capabilities: async () => ({ tokenIds: true, logprobs: true, detail: `local ONNX policy ${options.modelDir}` }),
     close: () => model.close(),
-    async generate(rawRequest, signal) {
+    async generate(rawRequest, signal, onToken) {
       const request = parseGenerateRequest(rawRequest);
       for (const id of request.prefixTokenIds ?? []) {
         if (id >= manifest.vocabSize) throw new RangeError(`prefixTokenIds: token id ${id} is outside the vocabulary (0..${manifest.vocabSize - 1})`);
@@ -55,7 +65,7 @@ export async function createOnnxBackend(options: OnnxBackendOptions): Promise<On
       const prompt = promptTokenIds(request);
       if (prompt.length === 0) throw new InvalidGenerateRequestError('prompt: encodes to no tokens (the model needs at least one prompt token)');
       const generator = { model, tokenizer, stopTokenIds, version: options.version };
-      return request.forcedText === undefined ? generate(generator, request, prompt, signal) : score(generator, request, request.forcedText, prompt);
+      return request.forcedText === undefined ? generate(generator, request, prompt, signal, onToken) : score(generator, request, request.forcedText, prompt);
     },
   };
 }
@@ -67,7 +77,7 @@ interface Generator {
   readonly version: number;
 }
 
-async function generate(generator: Generator, request: GenerateRequest, promptTokenIds: number[], signal?: AbortSignal): Promise<GenerateResult> {
+async function generate(generator: Generator, request: GenerateRequest, promptTokenIds: number[], signal?: AbortSignal, onToken?: (token: StreamedToken) => void): Promise<GenerateResult> {
   const { model, version } = generator;
   const temperature = request.temperature ?? 0;
   const prefix = [...(request.prefixTokenIds ?? [])];
@@ -91,13 +101,19 @@ async function generate(generator: Generator, request: GenerateRequest, promptTo
   }
   for (const id of prefix) if (text.push(id)) return result('stop');
   let last = model.row(logits, context.length - 1 - logitsFrom);
+  let shown = text.visible.length;
   while (tokenIds.length < request.maxNewTokens) {
     if (signal?.aborted) return result('interrupted');
     const choice = chooseToken(last, { temperature, topP: request.topP ?? 1, random });
     tokenIds.push(choice.tokenId);
     logprobs.push(choice.logprob);
     tokenVersions.push(version);
-    if (text.push(choice.tokenId)) return result('stop');
+    const stopped = text.push(choice.tokenId);
+    if (onToken && !generator.stopTokenIds.has(choice.tokenId)) {
+      onToken({ tokenId: choice.tokenId, logprob: choice.logprob, text: text.visible.slice(shown) });
+      shown = text.visible.length;
+    }
+    if (stopped) return result('stop');
     if (tokenIds.length >= request.maxNewTokens) break;
     ({ logits, cache } = await model.step([choice.tokenId], cache));
     last = model.row(logits, 0);
@@ -130,6 +146,11 @@ class TextTracker {
 
   get value(): string {
     return this.stoppedAt === undefined ? this.generator.tokenizer.decode(this.ids) : this.streamed.slice(0, this.stoppedAt);
+  }
+
+  /** The text decoded so far, token by token (a stop string ends it). */
+  get visible(): string {
+    return this.stoppedAt === undefined ? this.streamed : this.streamed.slice(0, this.stoppedAt);
   }
 
   push(tokenId: number): boolean {

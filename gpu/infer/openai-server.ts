@@ -3,14 +3,17 @@
  * GET /v1/models, POST /v1/completions, POST /v1/chat/completions, with logprobs, vLLM's
  * `return_tokens_as_token_ids`, and `token_ids` / `prompt_token_ids` on each choice. Every response
  * names the policy version in the `x-longhaul-policy-version` header. A client that disconnects
- * aborts its generation.
+ * aborts its generation. `stream: true` answers with server-sent events as OpenAI does: one
+ * `data: {chunk}` line per generated token (`chat.completion.chunk` or `text_completion` chunks,
+ * with logprobs and `token_ids` when asked), a last chunk with the finish reason, a usage chunk
+ * when `stream_options.include_usage` is set, then `data: [DONE]`.
  */
 import http from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import type { GenerateRequest, GenerateResult } from '../../activities/ports/policy.port.js';
 import { InvalidGenerateRequestError } from '../../activities/ports/policy-request.schema.js';
-import type { OnnxBackend } from './onnx.backend.js';
+import type { OnnxBackend, StreamedToken } from './onnx.backend.js';
 
 const common = {
   model: z.string().optional(),
@@ -21,6 +24,8 @@ const common = {
   seed: z.number().int().min(0).nullish(),
   stop: z.union([z.string(), z.array(z.string())]).nullish(),
   return_tokens_as_token_ids: z.boolean().nullish(),
+  stream: z.boolean().nullish(),
+  stream_options: z.object({ include_usage: z.boolean().nullish() }).passthrough().nullish(),
 };
 const completionSchema = z.object({ ...common, prompt: z.string(), logprobs: z.number().int().min(0).max(20).nullish() }).passthrough();
 const chatSchema = z.object({
@@ -103,13 +108,70 @@ async function handle(options: OpenAIServerOptions, request: http.IncomingMessag
   response.on('close', () => { if (!response.writableEnded) abort.abort(); });
   if (chat) {
     const input = parse(chatSchema, body);
-    const result = await options.backend.generate({ ...sampling(options, input), prompt: '', messages: input.messages.map(({ role, content }) => ({ role, content })) }, abort.signal);
+    const generateRequest: GenerateRequest = { ...sampling(options, input), prompt: '', messages: input.messages.map(({ role, content }) => ({ role, content })) };
+    if (input.stream === true) {
+      await streamResponse(options, response, headers, { chat, logprobs: input.logprobs === true, asIds: input.return_tokens_as_token_ids === true, includeUsage: input.stream_options?.include_usage === true },
+        (onToken) => options.backend.generate(generateRequest, abort.signal, onToken));
+      return;
+    }
+    const result = await options.backend.generate(generateRequest, abort.signal);
     send(response, 200, chatResponse(options, result, input.logprobs === true, input.return_tokens_as_token_ids === true), headers);
   } else {
     const input = parse(completionSchema, body);
-    const result = await options.backend.generate({ ...sampling(options, input), prompt: input.prompt }, abort.signal);
+    const generateRequest: GenerateRequest = { ...sampling(options, input), prompt: input.prompt };
+    if (input.stream === true) {
+      await streamResponse(options, response, headers, { chat, logprobs: (input.logprobs ?? null) !== null, asIds: input.return_tokens_as_token_ids === true, includeUsage: input.stream_options?.include_usage === true },
+        (onToken) => options.backend.generate(generateRequest, abort.signal, onToken));
+      return;
+    }
+    const result = await options.backend.generate(generateRequest, abort.signal);
     send(response, 200, completionResponse(options, result, input.logprobs ?? null, input.return_tokens_as_token_ids === true), headers);
   }
+}
+
+interface StreamKind {
+  readonly chat: boolean;
+  readonly logprobs: boolean;
+  readonly asIds: boolean;
+  readonly includeUsage: boolean;
+}
+
+/** Server-sent events: a chunk per token as the policy samples it, the finish reason, usage when asked, `[DONE]`. */
+async function streamResponse(
+  options: OpenAIServerOptions, response: http.ServerResponse, headers: Record<string, string>, kind: StreamKind,
+  generate: (onToken: (token: StreamedToken) => void) => Promise<GenerateResult>,
+): Promise<void> {
+  const id = `${kind.chat ? 'chatcmpl' : 'cmpl'}-${randomUUID()}`;
+  const created = Math.floor(Date.now() / 1000);
+  const write = (data: string) => { if (!response.writableEnded && !response.destroyed) response.write(`data: ${data}\n\n`); };
+  const event = (choices: unknown[], extra: object = {}) =>
+    write(JSON.stringify({ id, object: kind.chat ? 'chat.completion.chunk' : 'text_completion', created, model: options.modelName, choices, ...extra }));
+  const tokenString = (tokenId: number) => (kind.asIds ? `token_id:${tokenId}` : options.backend.tokenizer.tokenBytes(tokenId).toString('utf8'));
+  const choice = (text: string, token: StreamedToken | null, finish: string | null) => {
+    const ids = token ? { token_ids: [token.tokenId] } : {};
+    if (kind.chat) {
+      const logprobs = kind.logprobs && token ? { content: [{ token: tokenString(token.tokenId), logprob: token.logprob, top_logprobs: [] }] } : null;
+      return { index: 0, delta: finish !== null && text === '' ? {} : { content: text }, logprobs, finish_reason: finish, ...ids };
+    }
+    const logprobs = kind.logprobs && token ? { tokens: [tokenString(token.tokenId)], token_logprobs: [token.logprob], top_logprobs: null, text_offset: [] } : null;
+    return { index: 0, text, logprobs, finish_reason: finish, ...ids };
+  };
+  response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', ...headers });
+  if (kind.chat) event([{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }]);
+  let sent = '';
+  try {
+    const result = await generate((token) => {
+      sent += token.text;
+      event([choice(token.text, token, null)]);
+    });
+    // Whatever the final decode adds beyond the token-by-token text (a character completed at the end).
+    event([choice(result.text.startsWith(sent) ? result.text.slice(sent.length) : '', null, finishReason(result))]);
+    if (kind.includeUsage) event([], { usage: usage(result) });
+  } catch (error) {
+    write(JSON.stringify({ error: { message: (error as Error).message, type: 'server_error', param: null } }));
+  }
+  write('[DONE]');
+  if (!response.destroyed) response.end();
 }
 
 type CommonInput = z.infer<z.ZodObject<typeof common>>;

@@ -3,35 +3,16 @@
  * and, for failure modes, a local HTTP server speaking the protocol.
  */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import { once } from 'node:events';
-import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createOnnxBackend, type OnnxBackend } from '../../gpu/infer/onnx.backend.js';
 import { tinyModelDir } from '../../test/doubles/test-model.js';
-import { repoRoot } from '../paths.js';
+import { startLonghaulServe, startTokenlessServer } from '../../test/helpers/inference-servers.js';
 import { createOpenAIBackend, InferenceRequestError, InferenceUnavailableError, retryAfterMs } from './openai.backend.js';
 
 const prompt = 'Question: what is the tallest mountain?\nAnswer:';
-
-async function startServe(modelDir: string): Promise<{ child: ChildProcess; baseUrl: string }> {
-  const child = spawn(process.execPath, [path.join(repoRoot, 'dist', 'cli', 'main.js'), 'serve', '--port', '0', '--model-dir', modelDir, '--version', '4'], {
-    stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LONGHAUL_ONNX_THREADS: '1' },
-  });
-  let output = '';
-  const baseUrl = await new Promise<string>((resolve, reject) => {
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString();
-      const match = /listening on (http:\/\/\S+\/v1)/.exec(output);
-      if (match) resolve(match[1]!);
-    };
-    child.stdout.on('data', onData);
-    child.stderr.on('data', onData);
-    child.once('exit', (code) => reject(new Error(`longhaul serve exited with ${code}:\n${output}`)));
-  });
-  return { child, baseUrl };
-}
 
 /** A protocol server that answers from a script of (status, headers, body), recording arrival times. */
 async function scriptedServer(script: { status: number; headers?: Record<string, string>; body: unknown }[]) {
@@ -57,7 +38,7 @@ describe('the openai backend', () => {
 
   before(async () => {
     const dir = await tinyModelDir();
-    serve = await startServe(dir);
+    serve = await startLonghaulServe(dir, 4);
     local = await createOnnxBackend({ modelDir: dir, version: 4, threads: 1 });
   });
   after(async () => {
@@ -133,6 +114,75 @@ describe('the openai backend', () => {
     } finally {
       await server.close();
     }
+  });
+
+  it('counts a token-less server\'s tokens from usage.completion_tokens and marks the generation untrainable', async () => {
+    const server = await startTokenlessServer({ reply: () => ' Mount Everest, in Nepal', completionTokens: () => 7 });
+    try {
+      for (const api of ['completions', 'chat'] as const) {
+        const result = await createOpenAIBackend({ baseUrl: `${server.url}/v1`, model: 'gguf', api }).generate({ prompt, maxNewTokens: 32 });
+        assert.equal(result.text, ' Mount Everest, in Nepal');
+        assert.deepEqual(result.tokenIds, []);
+        assert.deepEqual(result.untrainable, { missing: ['tokenIds', 'logprobs'], generatedTokens: 7, countedFrom: 'usage' });
+      }
+      assert.deepEqual(server.calls.map((call) => call.path), ['/v1/completions', '/v1/chat/completions']);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('estimates the count from the text (4 characters a token) when the server sends neither token ids nor usage', async () => {
+    const server = await startTokenlessServer({ reply: () => 'x'.repeat(41), completionTokens: null });
+    try {
+      const result = await createOpenAIBackend({ baseUrl: `${server.url}/v1`, model: 'gguf' }).generate({ prompt, maxNewTokens: 32 });
+      assert.deepEqual(result.untrainable, { missing: ['tokenIds', 'logprobs'], generatedTokens: 11, countedFrom: 'estimate' });
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('reports capabilities by probing: longhaul serve gives token ids and logprobs, a token-less server neither', async () => {
+    const served = await createOpenAIBackend({ baseUrl: serve.baseUrl, model: 'tiny' }).capabilities();
+    assert.deepEqual([served.tokenIds, served.logprobs], [true, true]);
+    assert.equal(served.detail, `probed ${serve.baseUrl}/completions (model "tiny"): token ids and logprobs present`);
+    const server = await startTokenlessServer({ reply: () => ' Paris', completionTokens: () => 1 });
+    try {
+      const tokenless = await createOpenAIBackend({ baseUrl: `${server.url}/v1`, model: 'gguf' }).capabilities();
+      assert.deepEqual([tokenless.tokenIds, tokenless.logprobs], [false, false]);
+      assert.match(tokenless.detail, /no token ids and no logprobs in the response/);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('streams from longhaul serve as server-sent events: the same tokens and text as the plain answer, then usage and [DONE]', async () => {
+    const post = (path: string, body: object) => fetch(`${serve.baseUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const chatBody = { model: 'tiny', messages: [{ role: 'user', content: 'Hello there' }], max_tokens: 6, temperature: 0, logprobs: true };
+    const plain = await (await post('/chat/completions', chatBody)).json() as { choices: { message: { content: string }; token_ids: number[] }[] };
+    const streamed = await post('/chat/completions', { ...chatBody, stream: true, stream_options: { include_usage: true } });
+    assert.equal(streamed.status, 200);
+    assert.equal(streamed.headers.get('content-type'), 'text/event-stream');
+    const lines = (await streamed.text()).split('\n').filter((line) => line !== '');
+    assert.ok(lines.every((line) => line.startsWith('data: ')), 'every line is an SSE data line');
+    assert.equal(lines.at(-1), 'data: [DONE]');
+    type Chunk = { object: string; choices: { delta: { role?: string; content?: string }; token_ids?: number[]; logprobs: { content: unknown[] } | null; finish_reason: string | null }[]; usage?: { completion_tokens: number } };
+    const chunks = lines.slice(0, -1).map((line) => JSON.parse(line.slice('data: '.length)) as Chunk);
+    assert.ok(chunks.every((chunk) => chunk.object === 'chat.completion.chunk'));
+    assert.equal(chunks[0]!.choices[0]!.delta.role, 'assistant');
+    const choices = chunks.flatMap((chunk) => chunk.choices);
+    assert.equal(choices.map((choice) => choice.delta.content ?? '').join(''), plain.choices[0]!.message.content);
+    assert.deepEqual(choices.flatMap((choice) => choice.token_ids ?? []), plain.choices[0]!.token_ids);
+    assert.equal(choices.filter((choice) => choice.logprobs !== null).length, plain.choices[0]!.token_ids.length, 'one logprob per token');
+    assert.equal(choices.at(-1)!.finish_reason, plain.choices[0]!.token_ids.length === 6 ? 'length' : 'stop');
+    assert.equal(chunks.at(-1)!.usage?.completion_tokens, plain.choices[0]!.token_ids.length);
+
+    const completion = await (await post('/completions', { model: 'tiny', prompt, max_tokens: 5, temperature: 0 })).json() as { choices: { text: string }[] };
+    const completionLines = (await (await post('/completions', { model: 'tiny', prompt, max_tokens: 5, temperature: 0, stream: true })).text()).split('\n').filter((line) => line !== '');
+    assert.equal(completionLines.at(-1), 'data: [DONE]');
+    const texts = completionLines.slice(0, -1).map((line) => (JSON.parse(line.slice('data: '.length)) as { object: string; choices: { text: string }[] }));
+    assert.ok(texts.every((chunk) => chunk.object === 'text_completion'));
+    assert.equal(texts.map((chunk) => chunk.choices[0]!.text).join(''), completion.choices[0]!.text);
+    assert.equal(texts.length, 6, 'five token chunks and the finish chunk');
   });
 
   it('reads Retry-After as seconds or as an HTTP date', () => {

@@ -2,10 +2,15 @@
  * The `openai` policy backend: any OpenAI-compatible server (vLLM, SGLang, llama.cpp, Ollama,
  * `longhaul serve`). Text completion (/v1/completions) or chat (/v1/chat/completions); behaviour
  * logprobs and token ids when the server returns them (vLLM's `return_tokens_as_token_ids`
- * convention, or `token_ids` / `prompt_token_ids` fields). Network errors and 5xx are retried with
- * exponential backoff, a 429 waits for its Retry-After; responses are parsed leniently.
+ * convention, or `token_ids` / `prompt_token_ids` fields). A server that sends no token ids
+ * (llama.cpp, Ollama, hosted APIs) still has its tokens counted, from `usage.completion_tokens`
+ * (else estimated from the text), and the result says what is missing (`untrainable`).
+ * Network errors and 5xx are retried with exponential backoff, a 429 waits for its Retry-After;
+ * responses are parsed leniently.
  */
-import type { GenerateRequest, GenerateResult, PolicyBackend } from '../../activities/ports/policy.port.js';
+import type { Judge } from '../../activities/ports/judge.port.js';
+import type { GenerateRequest, GenerateResult, PolicyBackend, PolicyCapabilities } from '../../activities/ports/policy.port.js';
+import type { Config } from '../config.js';
 import { parseGenerateRequest, InvalidGenerateRequestError } from '../../activities/ports/policy-request.schema.js';
 import { completionResponseSchema, chatResponseSchema, parseTokens, type Completion } from './openai.responses.js';
 
@@ -98,7 +103,7 @@ export function createOpenAIBackend(options: OpenAIBackendOptions): PolicyBacken
     throw new InferenceUnavailableError(`OpenAI-compatible server at ${baseUrl} is unreachable or failing (${failure}) after ${maxAttempts} attempts`);
   }
 
-  return {
+  const backend: PolicyBackend = {
     name: 'openai',
     currentVersion: async () => lastVersion,
     async generate(rawRequest: GenerateRequest, signal?: AbortSignal): Promise<GenerateResult> {
@@ -118,13 +123,52 @@ export function createOpenAIBackend(options: OpenAIBackendOptions): PolicyBacken
       if (answer === 'aborted') return { text: '', promptTokenIds: [], tokenIds: [], logprobs: [], tokenVersions: [], policyVersion: lastVersion, finishReason: 'interrupted' };
       lastVersion = answer.version;
       const completion = chat ? fromChat(answer.json) : fromCompletion(answer.json);
+      const untrainable = missingTokenData(completion);
       return {
         text: completion.text, promptTokenIds: completion.promptTokenIds, tokenIds: completion.tokenIds, logprobs: completion.logprobs,
         tokenVersions: completion.tokenIds.map(() => answer.version), policyVersion: answer.version,
-        finishReason: completion.finishReason === 'length' ? 'length' : 'stop',
+        finishReason: completion.finishReason === 'length' ? 'length' : 'stop', ...(untrainable ? { untrainable } : {}),
+      };
+    },
+    /** Asks the server for a few tokens the way trajectories do and looks for token ids and logprobs in the answer. */
+    async capabilities(): Promise<PolicyCapabilities> {
+      const probe = await backend.generate({ prompt: 'The capital of France is', maxNewTokens: 4, temperature: 0 });
+      const where = `${baseUrl}${options.api === 'chat' ? '/chat/completions' : '/completions'} (model ${JSON.stringify(options.model)})`;
+      if (probe.finishReason === 'interrupted' || (probe.text === '' && probe.tokenIds.length === 0)) {
+        return { tokenIds: false, logprobs: false, detail: `probed ${where}: it generated nothing, so token ids and logprobs could not be seen` };
+      }
+      const missing = probe.untrainable?.missing ?? [];
+      return {
+        tokenIds: !missing.includes('tokenIds'), logprobs: !missing.includes('logprobs'),
+        detail: `probed ${where}: ${missing.length === 0 ? 'token ids and logprobs present' : `no ${missing.map((field) => (field === 'tokenIds' ? 'token ids' : 'logprobs')).join(' and no ')} in the response`}`,
       };
     },
   };
+  return backend;
+}
+
+/**
+ * The LLM judge (rewardMetric "judge") over the configured OpenAI-compatible chat endpoint, or
+ * undefined when none is configured. Two attempts of one minute at most per call: finishTrajectory
+ * retries an unreachable judge itself, with Temporal's backoff.
+ */
+export function configuredJudge(settings: Config['judge']): Judge | undefined {
+  if (settings.baseUrl === null) return undefined;
+  const backend = createOpenAIBackend({
+    baseUrl: settings.baseUrl, model: settings.model, apiKey: settings.apiKey, api: 'chat', requestTokenIds: false, maxAttempts: 2, timeoutMs: 60_000,
+  });
+  return { backend, model: settings.model, baseUrl: settings.baseUrl };
+}
+
+/** What a completion lacks for training, with its token count from the best source there is; undefined when complete. */
+export function missingTokenData(completion: Completion): GenerateResult['untrainable'] {
+  const { tokenIds, logprobs, text, completionTokens } = completion;
+  const count = tokenIds.length > 0 ? tokenIds.length : completionTokens ?? (text === '' ? 0 : Math.ceil(text.length / 4));
+  const missing: ('tokenIds' | 'logprobs')[] = [];
+  if (tokenIds.length === 0 && count > 0) missing.push('tokenIds');
+  if (logprobs.length < count) missing.push('logprobs');
+  if (missing.length === 0) return undefined;
+  return { missing, generatedTokens: count, countedFrom: tokenIds.length > 0 ? 'tokenIds' : completionTokens !== undefined ? 'usage' : 'estimate' };
 }
 
 function parseJson(text: string, path: string): unknown {
@@ -150,7 +194,10 @@ function fromCompletion(json: unknown): Completion {
   const choice = parsed.data.choices[0]!;
   const tokens = parseTokens(choice.logprobs?.tokens ?? [], choice.token_ids);
   const logprobs = (choice.logprobs?.token_logprobs ?? []).filter((value): value is number => typeof value === 'number');
-  return { text: choice.text ?? '', finishReason: choice.finish_reason ?? 'stop', tokenIds: tokens, logprobs, promptTokenIds: choice.prompt_token_ids ?? parsed.data.prompt_token_ids ?? [] };
+  return {
+    text: choice.text ?? '', finishReason: choice.finish_reason ?? 'stop', tokenIds: tokens, logprobs, promptTokenIds: choice.prompt_token_ids ?? parsed.data.prompt_token_ids ?? [],
+    ...completionTokensOf(parsed.data.usage),
+  };
 }
 
 function fromChat(json: unknown): Completion {
@@ -163,5 +210,10 @@ function fromChat(json: unknown): Completion {
     tokenIds: parseTokens(content.map((entry) => entry.token ?? ''), choice.token_ids),
     logprobs: content.map((entry) => entry.logprob).filter((value): value is number => typeof value === 'number'),
     promptTokenIds: choice.prompt_token_ids ?? parsed.data.prompt_token_ids ?? [],
+    ...completionTokensOf(parsed.data.usage),
   };
+}
+
+function completionTokensOf(usage: { completion_tokens?: number | null } | null | undefined): { completionTokens?: number } {
+  return typeof usage?.completion_tokens === 'number' ? { completionTokens: usage.completion_tokens } : {};
 }

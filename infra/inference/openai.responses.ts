@@ -2,9 +2,12 @@
 import { z } from 'zod';
 
 const tokenIds = z.array(z.number().int()).nullish().transform((value) => value ?? undefined);
+/** OpenAI's token counts; only `completion_tokens` is read (servers without token ids still send it, e.g. llama.cpp). */
+const usage = z.object({ completion_tokens: z.number().int().min(0).nullish() }).passthrough().nullish();
 
 export const completionResponseSchema = z.object({
   prompt_token_ids: tokenIds,
+  usage,
   choices: z.array(z.object({
     text: z.string().nullish(),
     finish_reason: z.string().nullish(),
@@ -19,6 +22,7 @@ export const completionResponseSchema = z.object({
 
 export const chatResponseSchema = z.object({
   prompt_token_ids: tokenIds,
+  usage,
   choices: z.array(z.object({
     message: z.object({ content: z.string().nullish() }).passthrough().nullish(),
     finish_reason: z.string().nullish(),
@@ -36,6 +40,8 @@ export interface Completion {
   readonly tokenIds: number[];
   readonly logprobs: number[];
   readonly promptTokenIds: number[];
+  /** The response's `usage.completion_tokens`, when it has one. */
+  readonly completionTokens?: number;
 }
 
 /** Token ids from explicit `token_ids`, else from vLLM's "token_id:<n>" token strings; empty when neither. */

@@ -39,6 +39,9 @@ export function createScriptedPolicy(options: { version?: () => number } = {}): 
     async currentVersion() {
       return version();
     },
+    async capabilities() {
+      return { tokenIds: true, logprobs: true, detail: 'the scripted policy tags every character as a token with logprob -0.5' };
+    },
     async generate(request: GenerateRequest, signal?: AbortSignal): Promise<GenerateResult> {
       const script = readScript(request.prompt);
       const turn = turnsTaken(request.prompt);

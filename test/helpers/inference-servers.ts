@@ -4,11 +4,15 @@
  * way FastAPI/pydantic and the servers' own checks do, the same status codes and bodies, every call
  * recorded. "Loading" checks the folder the way the servers would find it: SGLang needs Hugging Face
  * weights (config.json + *.safetensors), vLLM a PEFT LoRA adapter (adapter_config.json).
+ * Also: an OpenAI-compatible server without token ids (as llama.cpp's llama-server answers), and
+ * `longhaul serve` itself as a child process.
  */
+import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
+import { repoRoot } from '../../infra/paths.js';
 
 export interface RecordedCall {
   readonly method: string;
@@ -31,7 +35,7 @@ type Handler = (method: string, route: string, body: unknown, contentType: strin
 
 const notFound: Reply = { status: 404, body: { detail: 'Not Found' } };
 
-async function serve(handler: Handler): Promise<ProtocolServer> {
+async function serve(handler: Handler, port = 0): Promise<ProtocolServer> {
   const calls: RecordedCall[] = [];
   let outage = 0;
   const server = http.createServer((request, response) => {
@@ -52,7 +56,7 @@ async function serve(handler: Handler): Promise<ProtocolServer> {
       response.end(reply.text ? String(reply.body) : JSON.stringify(reply.body));
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     calls,
@@ -158,4 +162,48 @@ export function startOpenAIServer(onModel: (model: string) => void): Promise<Pro
     const tokens = Array.from({ length: maxTokens }, (_, index) => `token_id:${100 + index}`);
     return { status: 200, body: { choices: [{ text: 'x'.repeat(maxTokens), finish_reason: 'length', logprobs: { tokens, token_logprobs: tokens.map(() => -0.5) } }] } };
   });
+}
+
+export interface TokenlessServerOptions {
+  /** The generated text for a request body (completions: `prompt`; chat: `messages`). */
+  readonly reply: (body: { prompt?: string; messages?: { role: string; content: string }[] }) => string;
+  /** `usage.completion_tokens` for a reply; null: the response has no `usage` at all. */
+  readonly completionTokens: ((text: string) => number) | null;
+  /** Listen on this port (to come up where a client already points). @default any free port */
+  readonly port?: number;
+}
+
+/**
+ * An OpenAI-compatible /v1/completions and /v1/chat/completions that, like llama.cpp's llama-server,
+ * ignores vLLM's `return_tokens_as_token_ids`: no token ids, no logprobs, and `usage` only if asked.
+ */
+export function startTokenlessServer(options: TokenlessServerOptions): Promise<ProtocolServer> {
+  return serve((method, route, body) => {
+    if (method !== 'POST' || (route !== '/v1/completions' && route !== '/v1/chat/completions')) return notFound;
+    const request = body as { prompt?: string; messages?: { role: string; content: string }[]; model?: string };
+    const text = options.reply(request);
+    const chat = route === '/v1/chat/completions';
+    const choice = chat ? { index: 0, message: { role: 'assistant', content: text }, finish_reason: 'stop' } : { index: 0, text, logprobs: null, finish_reason: 'stop' };
+    const usage = options.completionTokens === null ? {} : { usage: { prompt_tokens: 12, completion_tokens: options.completionTokens(text), total_tokens: 12 + options.completionTokens(text) } };
+    return { status: 200, body: { id: 'cmpl-local', object: chat ? 'chat.completion' : 'text_completion', created: 0, model: request.model ?? 'local', choices: [choice], ...usage } };
+  }, options.port);
+}
+
+/** `longhaul serve` (dist/cli/main.js) on a prepared model folder, as a child process; resolves with its /v1 base URL. */
+export async function startLonghaulServe(modelDir: string, version: number): Promise<{ child: ChildProcess; baseUrl: string }> {
+  const child = spawn(process.execPath, [path.join(repoRoot, 'dist', 'cli', 'main.js'), 'serve', '--port', '0', '--model-dir', modelDir, '--version', String(version)], {
+    stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LONGHAUL_ONNX_THREADS: '1' },
+  });
+  let output = '';
+  const baseUrl = await new Promise<string>((resolve, reject) => {
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      const match = /listening on (http:\/\/\S+\/v1)/.exec(output);
+      if (match) resolve(match[1]!);
+    };
+    child.stdout.on('data', onData);
+    child.stderr.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`longhaul serve exited with ${code}:\n${output}`)));
+  });
+  return { child, baseUrl };
 }
