@@ -11,6 +11,7 @@ import type { BlobStore } from './ports/blob-store.port.js';
 import type { GenerateRequest, GenerateResult, PolicyBackend } from './ports/policy.port.js';
 import { generateRequestSchema } from './ports/policy-request.schema.js';
 import { errorTypes } from '../workflows/contracts/errors.js';
+import { toApplicationFailure } from '../workflows/contracts/application-failure.js';
 import { parseActivityInput } from './activity-input.js';
 
 /** Input of `generate`. */
@@ -87,7 +88,7 @@ export function createPolicyActivities({ backend, blobs, heartbeatMs = 1000 }: P
       try {
         result = await backend.generate(request, context.cancellationSignal);
       } catch (error) {
-        throw asFailure(error);
+        throw toApplicationFailure(error, 'generate');
       } finally {
         clearInterval(beat);
       }
@@ -109,16 +110,6 @@ function summarize(record: GenerationBlob): GenerateActivityResult {
     text: record.text, blobKey: generationBlobKey(record.key), policyVersion: record.policyVersion,
     finishReason: record.finishReason, promptTokens: record.promptTokenIds.length, generatedTokens: record.tokenIds.length,
   };
-}
-
-/** Bad requests are not retried; anything else (an unreachable server) is, with the activity's backoff. */
-function asFailure(error: unknown): unknown {
-  if (error instanceof ApplicationFailure || error instanceof CancelledFailure) return error;
-  const message = error instanceof Error ? error.message : String(error);
-  const invalid = error instanceof Error && (['InvalidGenerateRequestError', 'InferenceRequestError'].includes(error.name) || error instanceof RangeError);
-  return invalid
-    ? ApplicationFailure.nonRetryable(`generate: ${message}`, errorTypes.invalidInput)
-    : ApplicationFailure.retryable(`generate: ${message}`, errorTypes.unavailable);
 }
 
 export type PolicyActivities = ReturnType<typeof createPolicyActivities>;

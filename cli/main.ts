@@ -1,6 +1,4 @@
 /** `longhaul` — the command line. Exit codes: 0 ok, 1 failure, 2 bad usage or input. */
-import { ConfigError } from '../infra/config.js';
-import { ServiceError } from '../infra/services/processes.js';
 import { UsageError, type Command } from './command.js';
 import { configCommand } from './commands/config.command.js';
 import { benchCommand } from './commands/bench.command.js';
@@ -19,6 +17,7 @@ import { temporalCommand } from './commands/temporal.command.js';
 import { upCommand } from './commands/up.command.js';
 import { modelCommand } from './commands/model.command.js';
 import { serveCommand } from './commands/serve.command.js';
+import { errorTypes, LonghaulError } from '../workflows/contracts/errors.js';
 
 const commands: readonly Command[] = [demoCommand, upCommand, downCommand, statusCommand, runCommand, trainCommand, warmStartCommand, temporalCommand, configCommand, skeletonCommand, ingestCommand, searchCommand, toolsCommand, corpusCommand, benchCommand, modelCommand, serveCommand];
 
@@ -58,12 +57,9 @@ async function main(argv: string[]): Promise<number> {
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (error: unknown) => {
-    if (error instanceof UsageError || error instanceof ConfigError) {
+    if (LonghaulError.is(error) && error.code === errorTypes.invalidInput) {
       console.error(`longhaul: ${error.message}`);
       process.exit(2);
-    } else if (error instanceof ServiceError) {
-      console.error(`longhaul: ${error.message}`);
-      process.exit(1);
     } else {
       const message = error instanceof Error ? error.message : String(error);
       console.error(`longhaul: ${message}`);

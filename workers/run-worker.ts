@@ -2,12 +2,13 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Worker, type WorkerOptions } from '@temporalio/worker';
-import { config, ConfigError } from '../infra/config.js';
+import { config } from '../infra/config.js';
 import { createS3BlobStore } from '../infra/blob/blob-store.s3.js';
 import { connectWorker, dataConverter } from '../infra/temporal/connection.js';
 import { repoRoot } from '../infra/paths.js';
 import { taskQueueName, type QueueRole } from '../workflows/contracts/queues.js';
 import type { BlobStore } from '../activities/ports/blob-store.port.js';
+import { errorTypes, LonghaulError } from '../workflows/contracts/errors.js';
 
 export interface WorkerPlan {
   readonly role: QueueRole;
@@ -24,7 +25,7 @@ export async function runWorker(plan: WorkerPlan): Promise<void> {
   try {
     settings = config();
   } catch (error) {
-    if (error instanceof ConfigError) {
+    if ((error instanceof LonghaulError && error.code === errorTypes.invalidInput)) {
       console.error(`longhaul ${plan.role} worker: ${error.message}`);
       process.exit(2);
     }

@@ -73,6 +73,8 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
     };
     wake();
   });
+  // Refuse bad hyperparameters now, not at the first trainStep after a whole batch of rollouts.
+  if (raw.carried === undefined && patched('check-hyperparameters')) await train.checkHyperparameters({ kind: 'rl', groupSize: s.settings.groupSize, hyperparameters: raw.hyperparameters ?? {} });
   upsertSearchAttributes([
     { key: searchAttributes.kind, value: 'learner' }, { key: searchAttributes.runId, value: input.runId },
     { key: searchAttributes.status, value: 'running' }, { key: searchAttributes.policyVersion, value: s.version },

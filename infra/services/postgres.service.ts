@@ -6,7 +6,7 @@ import pg from 'pg';
 import type { Config } from '../config.js';
 import { migrate } from '../postgres/migrate.js';
 import { postgresBinDir } from './binaries.js';
-import { ServiceError, canConnect, logFile, tail } from './processes.js';
+import { serviceError, canConnect, logFile, tail } from './processes.js';
 import type { Service, ServiceStatus } from './service.js';
 
 const run = promisify(execFile);
@@ -30,7 +30,7 @@ export function postgresService(config: Config): Service {
       await run('id', ['-u', CLUSTER_USER]);
     } catch {
       await run('useradd', ['--system', '--no-create-home', '--shell', '/usr/sbin/nologin', CLUSTER_USER]).catch((error: Error) => {
-        throw new ServiceError(`could not create the system user "${CLUSTER_USER}" that runs Postgres (initdb refuses root): ${error.message}`,
+        throw serviceError(`could not create the system user "${CLUSTER_USER}" that runs Postgres (initdb refuses root): ${error.message}`,
           'run longhaul as a non-root user, or set DATABASE_URL to an existing database');
       });
     }
@@ -44,7 +44,7 @@ export function postgresService(config: Config): Service {
       try {
         await run('runuser', ['-u', CLUSTER_USER, '--', 'test', '-x', dir]);
       } catch {
-        throw new ServiceError(`Postgres runs as user "${CLUSTER_USER}" (initdb refuses root), which cannot enter ${dir}`,
+        throw serviceError(`Postgres runs as user "${CLUSTER_USER}" (initdb refuses root), which cannot enter ${dir}`,
           `chmod o+x ${dir}, or set LONGHAUL_HOME to a folder outside it, or set DATABASE_URL to an existing database`);
       }
     }
@@ -90,7 +90,7 @@ export function postgresService(config: Config): Service {
     async start() {
       if (!config.postgres.embedded) {
         if (!(await connectable(new URL(config.postgres.url).pathname.slice(1)))) {
-          throw new ServiceError('Postgres at DATABASE_URL is not reachable', 'check DATABASE_URL, or unset it to run the embedded cluster');
+          throw serviceError('Postgres at DATABASE_URL is not reachable', 'check DATABASE_URL, or unset it to run the embedded cluster');
         }
         await migrate(config.postgres.url);
         return;
@@ -104,18 +104,18 @@ export function postgresService(config: Config): Service {
         fs.rmSync(dataDir, { recursive: true, force: true }); // a half-made cluster from an interrupted initdb
         await asClusterUser(path.join(bin, 'initdb'), ['-D', dataDir, '-U', 'longhaul', '--auth=trust', '--encoding=UTF8', '--locale=C.UTF-8'])
           .catch((error: Error & { stderr?: string }) => {
-            throw new ServiceError(`initdb failed: ${error.stderr ?? error.message}`, `check that ${path.dirname(dataDir)} is writable and its parent folders are traversable by user ${CLUSTER_USER}`);
+            throw serviceError(`initdb failed: ${error.stderr ?? error.message}`, `check that ${path.dirname(dataDir)} is writable and its parent folders are traversable by user ${CLUSTER_USER}`);
           });
         fs.appendFileSync(path.join(dataDir, 'postgresql.conf'),
           "\n# Longhaul: loopback TCP only, no unix socket (paths under deep clones exceed its length limit)\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = ''\nmax_connections = 200\nfsync = on\n");
       }
       if (!(await clusterRunning(bin))) {
         if (await canConnect(config.postgres.port)) {
-          throw new ServiceError(`port ${config.postgres.port} (Postgres) is in use by another process`, 'stop that process, or set LONGHAUL_PG_PORT to a free port, or DATABASE_URL to use that server');
+          throw serviceError(`port ${config.postgres.port} (Postgres) is in use by another process`, 'stop that process, or set LONGHAUL_PG_PORT to a free port, or DATABASE_URL to use that server');
         }
         await asClusterUser(path.join(bin, 'pg_ctl'), ['start', '-D', dataDir, '-l', log, '-w', '-t', '60', '-o', `-p ${config.postgres.port}`])
           .catch((error: Error) => {
-            throw new ServiceError(`Postgres did not start: ${error.message.split('\n')[0]}\n${tail(log)}`, `read ${log}`);
+            throw serviceError(`Postgres did not start: ${error.message.split('\n')[0]}\n${tail(log)}`, `read ${log}`);
           });
       }
       await ensureDatabase();

@@ -11,7 +11,7 @@ export interface ServiceStatus {
 
 export interface Service {
   readonly name: string;
-  /** Start if needed; a second call is harmless. Throws ServiceError with a fix on failure. */
+  /** Start if needed; a second call is harmless. Throws serviceError(…) (a LonghaulError with a fix) on failure. */
   start(): Promise<void>;
   /** Stop if we started it; keeps all data. */
   stop(): Promise<void>;
