@@ -13,12 +13,16 @@ import { createPgPolicyVersionStore } from '../../infra/postgres/policy-version-
 import { stackUp } from '../../infra/services/stack.js';
 import { workerService } from '../../infra/services/workers.service.js';
 import { connectClient } from '../../infra/temporal/connection.js';
+import { parseRlHyperparameters, parseSftHyperparameters } from '../../gpu/train/train-step.schema.js';
+import { parseLearnerSettings } from '../../workflows/contracts/learner.input.js';
 import { taskQueueName } from '../../workflows/contracts/queues.js';
+import { parseTrajectoryInput } from '../../workflows/contracts/trajectory.input.js';
 import { learnerStateQuery, learnerWorkflowType, type LearnerResult, type QuestionRow } from '../../workflows/contracts/learner.contract.js';
 import { trajectoryWorkflowType, type TrajectoryResult } from '../../workflows/contracts/trajectory.contract.js';
 import { warmStartWorkflowType, type WarmStartResult } from '../../workflows/contracts/warm-start.contract.js';
 import { integerFlag, parseFlags, rateFlag } from '../arguments.js';
 import type { Command } from '../command.js';
+import { preflight } from '../preflight.js';
 import { progressBar } from '../progress.js';
 import { startVersionFlag } from '../start-version.js';
 import { followWarmStart } from './warm-start.command.js';
@@ -64,6 +68,12 @@ async function restartInference(version: number): Promise<void> {
   await service.start();
 }
 
+/** The flag behind each input field the demo's workflows get, for preflight refusals. */
+const demoFlags = {
+  batchSize: 'batch', groupSize: 'group', maxSteps: 'steps', maxInflight: 'batch', 'limits.maxTurns': 'max-turns', 'limits.maxNewTokensPerTurn': 'max-new-tokens',
+  'hyperparameters.learningRate': 'lr',
+};
+
 export const demoCommand: Command = {
   name: 'demo',
   summary: 'the main job: corpus, SmolLM2-135M evaluation, warm start, async RL, evaluation again, report',
@@ -107,6 +117,15 @@ up on a GPU.
     const sftCount = integerFlag(values['sft-questions'], 'sft-questions', 16, 1, 100_000);
     const sftEpochs = integerFlag(values['sft-epochs'], 'sft-epochs', 6, 1, 1000);
     const sftLearningRate = rateFlag(values['sft-lr'], 'sft-lr', 3e-4);
+    const learnerSettings = { mode: 'async', maxSteps: steps, batchSize, groupSize, eta: 4, maxInflight: 2 * batchSize, dropEqualRewardGroups: false, interruptOnPublish: false };
+    const rlHyperparameters = { learningRate, microBatchSize: 2, trainable: TRAINABLE };
+    const sftHyperparameters = { learningRate: sftLearningRate, epochs: sftEpochs, batchSize: 4, microBatchSize: 2, trainable: TRAINABLE };
+    preflight(() => {
+      parseLearnerSettings(learnerSettings);
+      parseTrajectoryInput({ question: 'preflight', ...TRAJECTORY(maxTurns, maxNewTokens) });
+      parseRlHyperparameters(rlHyperparameters, groupSize);
+      if (warm) parseSftHyperparameters(sftHyperparameters);
+    }, demoFlags);
     const startedAt = Date.now();
     const phase = (name: string) => console.error(`\n▶ ${name} (${((Date.now() - startedAt) / 1000).toFixed(0)} s)`);
     const settings = config();
@@ -153,7 +172,7 @@ up on a GPU.
           args: [{
             runId: `${runId}-sft`, datasetKey: sftKey, startVersion, settings: { source: 'gold', minReward: 1, concurrency: 4 },
             trajectory: { ...TRAJECTORY(maxTurns, maxNewTokens), rewardMetric: 'em' },
-            hyperparameters: { learningRate: sftLearningRate, epochs: sftEpochs, batchSize: 4, microBatchSize: 2, trainable: TRAINABLE },
+            hyperparameters: sftHyperparameters,
           }],
         });
         const result = await followWarmStart(client, sftHandle, sftCount);
@@ -172,9 +191,7 @@ up on a GPU.
         taskQueue, workflowId: `learner-${runId}`, staticSummary: `demo learner ${runId}`,
         args: [{
           runId, datasetKey, startVersion: rlStartVersion,
-          settings: { mode: 'async', maxSteps: steps, batchSize, groupSize, eta: 4, maxInflight: 2 * batchSize, dropEqualRewardGroups: false, interruptOnPublish: false },
-          trajectory: TRAJECTORY(maxTurns, maxNewTokens),
-          hyperparameters: { learningRate, microBatchSize: 2, trainable: TRAINABLE },
+          settings: learnerSettings, trajectory: TRAJECTORY(maxTurns, maxNewTokens), hyperparameters: rlHyperparameters,
         }],
       });
       const bar = progressBar('training steps', steps);

@@ -7,8 +7,10 @@ import { readJson, transcriptKeys, observationText, type GenerationRecord, type 
 import type { BlobStore } from '../../activities/ports/blob-store.port.js';
 import { taskQueueName } from '../../workflows/contracts/queues.js';
 import { trajectoryStateQuery, trajectoryWorkflowType, type TrajectoryResult } from '../../workflows/contracts/trajectory.contract.js';
+import { parseTrajectoryInput } from '../../workflows/contracts/trajectory.input.js';
 import { integerFlag, parseFlags } from '../arguments.js';
 import { UsageError, type Command } from '../command.js';
+import { preflight } from '../preflight.js';
 
 const oneLine = (text: string, max: number) => {
   const flat = text.replace(/\s+/g, ' ').trim();
@@ -63,6 +65,10 @@ the reward is computed against those gold answers. The trajectory survives a cra
       limits: { maxTurns: integerFlag(values['max-turns'], 'max-turns', 200, 1, 100_000), maxNewTokensPerTurn: integerFlag(values['max-new-tokens'], 'max-new-tokens', 512, 1, 65_536) },
       options: { contextMode: values.context ?? 'full', protocol: values.protocol ?? 'tags', temperature, seed: integerFlag(values.seed, 'seed', 0, 0, 2 ** 31 - 1) },
     };
+    preflight(() => parseTrajectoryInput(input), {
+      answers: 'answer', 'limits.maxTurns': 'max-turns', 'limits.maxNewTokensPerTurn': 'max-new-tokens',
+      'options.contextMode': 'context', 'options.protocol': 'protocol', 'options.temperature': 'temperature', 'options.seed': 'seed',
+    });
     const settings = config();
     await stackUp(settings, { workers: true });
     const blobs = createS3BlobStore(settings);

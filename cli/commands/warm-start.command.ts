@@ -9,10 +9,14 @@ import { createPgPolicyVersionStore } from '../../infra/postgres/policy-version-
 import { stackUp } from '../../infra/services/stack.js';
 import { connectClient } from '../../infra/temporal/connection.js';
 import { parseQuestions } from '../../activities/learner.activities.js';
+import { parseSftHyperparameters } from '../../gpu/train/train-step.schema.js';
 import { taskQueueName } from '../../workflows/contracts/queues.js';
+import { parseTrajectoryInput } from '../../workflows/contracts/trajectory.input.js';
+import { parseWarmStartInput } from '../../workflows/contracts/warm-start.input.js';
 import { warmStartStateQuery, warmStartWorkflowType, type WarmStartResult } from '../../workflows/contracts/warm-start.contract.js';
 import { integerFlag, parseFlags, rateFlag } from '../arguments.js';
 import { UsageError, type Command } from '../command.js';
+import { preflight } from '../preflight.js';
 import { progressBar } from '../progress.js';
 import { startVersionFlag } from '../start-version.js';
 import { describeProgress, pendingActivityProgress } from '../activity-progress.js';
@@ -45,6 +49,13 @@ export async function followWarmStart(client: Client, handle: WorkflowHandle, ex
   training?.bar.finish(`v${finished!.finalVersion}`);
   return finished!;
 }
+
+/** The flag behind each warm-start input field, for preflight refusals. */
+const warmStartFlags = {
+  runId: 'run-id', 'settings.source': 'source', 'settings.samplesPerQuestion': 'samples', 'settings.minReward': 'min-reward',
+  'limits.maxTurns': 'max-turns', 'limits.maxNewTokensPerTurn': 'max-new-tokens',
+  'hyperparameters.learningRate': 'lr', 'hyperparameters.epochs': 'epochs', 'hyperparameters.batchSize': 'batch',
+};
 
 export const warmStartCommand: Command = {
   name: 'warm-start',
@@ -87,27 +98,33 @@ queue, publishing one new policy version. Survives any crash; watch it in the We
     const withGold = rows.filter((row) => row.goldTurns?.length).length;
     if (source === 'gold' && withGold === 0) throw new UsageError('--dataset: no row has "goldTurns"; add gold solution paths or use --source samples');
     const samples = integerFlag(values.samples, 'samples', 4, 1, 256);
+    const runId = values['run-id'] ?? `sft-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+    const datasetKey = `datasets/${runId}/questions.jsonl`;
+    const warmStartInput = {
+      runId, datasetKey, settings: { source, samplesPerQuestion: samples, minReward },
+      trajectory: {
+        limits: { maxTurns: integerFlag(values['max-turns'], 'max-turns', 10, 1, 100_000), maxNewTokensPerTurn: integerFlag(values['max-new-tokens'], 'max-new-tokens', 128, 1, 65_536) },
+        ...(source === 'samples' ? { options: { temperature: 1 } } : {}),
+      },
+      hyperparameters: { learningRate, epochs: integerFlag(values.epochs, 'epochs', 3, 1, 1000), batchSize: integerFlag(values.batch, 'batch', 4, 1, 4096) },
+    };
+    preflight(() => {
+      parseWarmStartInput(warmStartInput);
+      parseTrajectoryInput({ question: 'preflight', ...warmStartInput.trajectory });
+      parseSftHyperparameters(warmStartInput.hyperparameters);
+    }, warmStartFlags);
     const settings = config();
     await stackUp(settings, { workers: true });
     const pool = createPool(settings.postgres.url, 2);
     const blobs = createS3BlobStore(settings);
     try {
       const startVersion = await startVersionFlag(createPgPolicyVersionStore(pool), values['start-version'], 'start-version');
-      const runId = values['run-id'] ?? `sft-${new Date().toISOString().replace(/[:.]/g, '-')}`;
-      const datasetKey = `datasets/${runId}/questions.jsonl`;
       await blobs.put(datasetKey, text, 'application/x-ndjson');
       const client = await connectClient(settings, blobs);
       const workflowId = `warm-start-${runId}`;
       const handle = await client.workflow.start(warmStartWorkflowType, {
         taskQueue: taskQueueName('agent', settings.taskQueuePrefix), workflowId, staticSummary: `warm start ${runId} (${source})`,
-        args: [{
-          runId, datasetKey, startVersion, settings: { source, samplesPerQuestion: samples, minReward },
-          trajectory: {
-            limits: { maxTurns: integerFlag(values['max-turns'], 'max-turns', 10, 1, 100_000), maxNewTokensPerTurn: integerFlag(values['max-new-tokens'], 'max-new-tokens', 128, 1, 65_536) },
-            ...(source === 'samples' ? { options: { temperature: 1 } } : {}),
-          },
-          hyperparameters: { learningRate, epochs: integerFlag(values.epochs, 'epochs', 3, 1, 1000), batchSize: integerFlag(values.batch, 'batch', 4, 1, 4096) },
-        }],
+        args: [{ ...warmStartInput, startVersion }],
       });
       if (settings.temporal.embedded) console.error(`warm start ${workflowId} from v${startVersion} · Web UI http://127.0.0.1:${settings.temporal.uiPort}/namespaces/${settings.temporal.namespace}/workflows/${workflowId}`);
       const result = await followWarmStart(client, handle, source === 'gold' ? withGold : rows.length * samples);
