@@ -1,7 +1,6 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Client } from '@temporalio/client';
 import { config } from '../../infra/config.js';
 import { createS3BlobStore } from '../../infra/blob/blob-store.s3.js';
@@ -17,11 +16,12 @@ import { parseRlHyperparameters, parseSftHyperparameters } from '../../gpu/train
 import { parseLearnerSettings } from '../../workflows/contracts/learner.input.js';
 import { taskQueueName } from '../../workflows/contracts/queues.js';
 import { parseTrajectoryInput } from '../../workflows/contracts/trajectory.input.js';
-import { learnerStateQuery, learnerWorkflowType, type LearnerResult, type QuestionRow } from '../../workflows/contracts/learner.contract.js';
+import { learnerStateQuery, learnerWorkflowType, type LearnerResult, type LearnerState, type QuestionRow } from '../../workflows/contracts/learner.contract.js';
 import { trajectoryWorkflowType, type TrajectoryResult } from '../../workflows/contracts/trajectory.contract.js';
 import { warmStartWorkflowType, type WarmStartResult } from '../../workflows/contracts/warm-start.contract.js';
 import { integerFlag, parseFlags, rateFlag } from '../arguments.js';
 import type { Command } from '../command.js';
+import { followWorkflow } from '../follow-workflow.js';
 import { preflight } from '../preflight.js';
 import { progressBar } from '../progress.js';
 import { startVersionFlag } from '../start-version.js';
@@ -195,17 +195,14 @@ up on a GPU.
         }],
       });
       const bar = progressBar('training steps', steps);
-      let learned: LearnerResult | undefined;
-      let failure: unknown;
-      void handle.result().then((result) => { learned = result as LearnerResult; }, (error: unknown) => { failure = error ?? new Error('learner failed'); });
-      while (!learned && !failure) {
-        const state = await handle.query(learnerStateQuery).catch(() => undefined);
-        const engine = state?.training ? describeProgress(await pendingActivityProgress(client, handle, 'trainStep')) : '';
-        if (state) bar.update(state.step, `v${state.version} · ${state.inflight} in flight · ${state.ready} ready${state.training ? ` · training${engine ? ` (${engine})` : ''}` : ''}`);
-        await sleep(2000);
-      }
-      if (failure) throw failure;
-      bar.finish(`v${learned!.finalVersion}`);
+      const learned = await followWorkflow<LearnerResult, LearnerState>(handle, {
+        query: learnerStateQuery, intervalMs: 2000,
+        async onState(state) {
+          const engine = state.training ? describeProgress(await pendingActivityProgress(client, handle, 'trainStep')) : '';
+          bar.update(state.step, `v${state.version} · ${state.inflight} in flight · ${state.ready} ready${state.training ? ` · training${engine ? ` (${engine})` : ''}` : ''}`);
+        },
+      });
+      bar.finish(`v${learned.finalVersion}`);
 
       phase('8/8 evaluating the trained policy');
       await restartInference(learned!.finalVersion);

@@ -1,6 +1,5 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { config } from '../../infra/config.js';
 import { createS3BlobStore } from '../../infra/blob/blob-store.s3.js';
 import { stackUp } from '../../infra/services/stack.js';
@@ -12,9 +11,10 @@ import { parseRlHyperparameters } from '../../gpu/train/train-step.schema.js';
 import { parseLearnerInput } from '../../workflows/contracts/learner.input.js';
 import { taskQueueName } from '../../workflows/contracts/queues.js';
 import { parseTrajectoryInput } from '../../workflows/contracts/trajectory.input.js';
-import { learnerStateQuery, learnerWorkflowType, type LearnerResult } from '../../workflows/contracts/learner.contract.js';
+import { learnerStateQuery, learnerWorkflowType, type LearnerResult, type LearnerState } from '../../workflows/contracts/learner.contract.js';
 import { integerFlag, parseFlags, rateFlag } from '../arguments.js';
 import { UsageError, type Command } from '../command.js';
+import { followWorkflow } from '../follow-workflow.js';
 import { jsonObjectFlag, preflight } from '../preflight.js';
 import { progressBar } from '../progress.js';
 import { startVersionFlag } from '../start-version.js';
@@ -99,16 +99,10 @@ flag and the field).`,
     });
     if (settings.temporal.embedded) console.error(`learner learner-${runId} · Web UI http://127.0.0.1:${settings.temporal.uiPort}/namespaces/${settings.temporal.namespace}/workflows/learner-${runId}`);
     const bar = progressBar('training steps', steps);
-    let finished: LearnerResult | undefined;
-    let failure: unknown;
-    void handle.result().then((result) => { finished = result as LearnerResult; }, (error: unknown) => { failure = error ?? new Error('failed'); });
-    while (!finished && !failure) {
-      const state = await handle.query(learnerStateQuery).catch(() => undefined);
-      if (state) bar.update(state.step, `v${state.version} · ${state.inflight} in flight · ${state.ready} ready · ${state.dropped} dropped${state.training ? ' · training' : ''}`);
-      await sleep(1000);
-    }
-    if (failure) throw failure;
-    const result = finished!;
+    const result = await followWorkflow<LearnerResult, LearnerState>(handle, {
+      query: learnerStateQuery,
+      onState: (state) => bar.update(state.step, `v${state.version} · ${state.inflight} in flight · ${state.ready} ready · ${state.dropped} dropped${state.training ? ' · training' : ''}`),
+    });
     bar.finish(`v${result.finalVersion}`);
     for (const stats of result.history) console.log(`step ${stats.step} → v${stats.version}: mean reward ${stats.meanReward.toFixed(3)}, staleness ≤ ${stats.maxStaleness}, ${stats.trainSeconds.toFixed(1)} s`);
     console.log(`${result.steps} steps · ${result.consumed} trajectories used, ${result.dropped} dropped · ${result.samplesPerHour.toFixed(0)} samples/h · trainer busy ${(result.trainerBusy * 100).toFixed(0)} %`);

@@ -1,6 +1,5 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import { config } from '../../infra/config.js';
 import { createS3BlobStore } from '../../infra/blob/blob-store.s3.js';
@@ -13,9 +12,10 @@ import { parseSftHyperparameters } from '../../gpu/train/train-step.schema.js';
 import { taskQueueName } from '../../workflows/contracts/queues.js';
 import { parseTrajectoryInput } from '../../workflows/contracts/trajectory.input.js';
 import { parseWarmStartInput } from '../../workflows/contracts/warm-start.input.js';
-import { warmStartStateQuery, warmStartWorkflowType, type WarmStartResult } from '../../workflows/contracts/warm-start.contract.js';
+import { warmStartStateQuery, warmStartWorkflowType, type WarmStartResult, type WarmStartState } from '../../workflows/contracts/warm-start.contract.js';
 import { integerFlag, parseFlags, rateFlag } from '../arguments.js';
 import { UsageError, type Command } from '../command.js';
+import { followWorkflow } from '../follow-workflow.js';
 import { preflight } from '../preflight.js';
 import { progressBar } from '../progress.js';
 import { startVersionFlag } from '../start-version.js';
@@ -23,31 +23,28 @@ import { describeProgress, pendingActivityProgress } from '../activity-progress.
 
 /** Follow a warm-start run with progress bars (trajectories, then the engine's updates) until it ends. */
 export async function followWarmStart(client: Client, handle: WorkflowHandle, expectedTrajectories: number): Promise<WarmStartResult> {
-  let finished: WarmStartResult | undefined;
-  let failure: unknown;
-  void handle.result().then((result) => { finished = result as WarmStartResult; }, (error: unknown) => { failure = error ?? new Error('warm start failed'); });
   const collecting = progressBar('warm-start trajectories', Math.max(1, expectedTrajectories));
   let collected = false;
   let training: { bar: ReturnType<typeof progressBar>; total: number } | undefined;
-  while (!finished && !failure) {
-    const state = await handle.query(warmStartStateQuery).catch(() => undefined);
-    if (state?.phase === 'collecting') collecting.update(state.finished, `${state.kept} kept · ${state.started - state.finished} in flight`);
-    if (state && state.phase !== 'collecting' && !collected) {
-      collecting.finish(`${state.kept}/${state.finished} kept`);
-      collected = true;
-    }
-    if (state?.phase === 'training') {
-      const progress = await pendingActivityProgress(client, handle, 'sftStep');
-      const total = progress?.of ?? 1;
-      if (training?.total !== total) training = { bar: progressBar('warm-start sft updates', total), total };
-      training.bar.update(progress?.step ?? 0, describeProgress(progress));
-    }
-    await sleep(1000);
-  }
-  if (failure) throw failure;
-  if (!collected) collecting.finish(`${finished!.kept}/${finished!.finished} kept`);
-  training?.bar.finish(`v${finished!.finalVersion}`);
-  return finished!;
+  const finished = await followWorkflow<WarmStartResult, WarmStartState>(handle, {
+    query: warmStartStateQuery,
+    async onState(state) {
+      if (state.phase === 'collecting') collecting.update(state.finished, `${state.kept} kept · ${state.started - state.finished} in flight`);
+      if (state.phase !== 'collecting' && !collected) {
+        collecting.finish(`${state.kept}/${state.finished} kept`);
+        collected = true;
+      }
+      if (state.phase === 'training') {
+        const progress = await pendingActivityProgress(client, handle, 'sftStep');
+        const total = progress?.of ?? 1;
+        if (training?.total !== total) training = { bar: progressBar('warm-start sft updates', total), total };
+        training.bar.update(progress?.step ?? 0, describeProgress(progress));
+      }
+    },
+  });
+  if (!collected) collecting.finish(`${finished.kept}/${finished.finished} kept`);
+  training?.bar.finish(`v${finished.finalVersion}`);
+  return finished;
 }
 
 /** The flag behind each warm-start input field, for preflight refusals. */
