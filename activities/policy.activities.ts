@@ -14,6 +14,7 @@ import {
 import { generateRequestSchema } from './ports/policy-request.schema.js';
 import { errorTypes } from '../workflows/contracts/errors.js';
 import type { PolicyCapabilitiesResult } from '../workflows/contracts/policy-capabilities.contract.js';
+import { toApplicationFailure } from '../workflows/contracts/application-failure.js';
 import { parseActivityInput } from './activity-input.js';
 
 /** Input of `generate`. */
@@ -73,7 +74,7 @@ export function createPolicyCapabilityActivities({ backend, heartbeatMs = 1000 }
         const { tokenIds, logprobs, detail } = await backend.capabilities();
         return { backend: backend.name, tokenIds, logprobs, detail };
       } catch (error) {
-        throw asFailure(error, 'policyCapabilities');
+        throw toApplicationFailure(error, 'policyCapabilities');
       } finally {
         clearInterval(beat);
       }
@@ -111,7 +112,7 @@ export function createPolicyActivities({ backend, blobs, heartbeatMs = 1000 }: P
       try {
         result = await backend.generate(request, context.cancellationSignal);
       } catch (error) {
-        throw asFailure(error, 'generate');
+        throw toApplicationFailure(error, 'generate');
       } finally {
         clearInterval(beat);
       }
@@ -135,16 +136,6 @@ function summarize(record: GenerationBlob): GenerateActivityResult {
     text: record.text, blobKey: generationBlobKey(record.key), policyVersion: record.policyVersion,
     finishReason: record.finishReason, promptTokens: record.promptTokenIds.length, generatedTokens: generatedTokenCount(record),
   };
-}
-
-/** Bad requests are not retried; anything else (an unreachable server) is, with the activity's backoff. */
-function asFailure(error: unknown, activity: string): unknown {
-  if (error instanceof ApplicationFailure || error instanceof CancelledFailure) return error;
-  const message = error instanceof Error ? error.message : String(error);
-  const invalid = error instanceof Error && (['InvalidGenerateRequestError', 'InferenceRequestError'].includes(error.name) || error instanceof RangeError);
-  return invalid
-    ? ApplicationFailure.nonRetryable(`${activity}: ${message}`, errorTypes.invalidInput)
-    : ApplicationFailure.retryable(`${activity}: ${message}`, errorTypes.unavailable);
 }
 
 export type PolicyActivities = ReturnType<typeof createPolicyActivities>;

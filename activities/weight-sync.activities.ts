@@ -6,9 +6,9 @@
  */
 import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
 import { z } from 'zod';
-import { WeightSyncRefusedError, type WeightSync } from './ports/weight-sync.port.js';
+import { type WeightSync } from './ports/weight-sync.port.js';
 import type { SyncWeightsInput, SyncWeightsResult } from '../workflows/contracts/learner.contract.js';
-import { errorTypes } from '../workflows/contracts/errors.js';
+import { toApplicationFailure } from '../workflows/contracts/application-failure.js';
 import { parseActivityInput } from './activity-input.js';
 
 const inputSchema = z.object({
@@ -37,21 +37,13 @@ export function createWeightSyncActivities({ weightSync, heartbeatMs = 2000 }: W
         await weightSync.sync(version, (next) => { phase = next; beat(); }, context.cancellationSignal);
       } catch (error) {
         if (context.cancellationSignal.aborted && !(error instanceof ApplicationFailure)) throw new CancelledFailure(`syncWeights of policy version ${version} cancelled`);
-        throw asFailure(error, weightSync.kind);
+        throw toApplicationFailure(error, `syncWeights (${weightSync.kind})`);
       } finally {
         clearInterval(timer);
       }
       return { adapter: weightSync.kind, version, seconds: Math.round(performance.now() - started) / 1000 };
     },
   };
-}
-
-function asFailure(error: unknown, adapter: string): unknown {
-  if (error instanceof ApplicationFailure || error instanceof CancelledFailure) return error;
-  const message = error instanceof Error ? error.message : String(error);
-  return error instanceof WeightSyncRefusedError
-    ? ApplicationFailure.nonRetryable(`syncWeights (${adapter}): ${message}`, errorTypes.invalidInput)
-    : ApplicationFailure.retryable(`syncWeights (${adapter}): ${message}`, errorTypes.unavailable);
 }
 
 export type WeightSyncActivities = ReturnType<typeof createWeightSyncActivities>;

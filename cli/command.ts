@@ -1,4 +1,6 @@
 /** The shape of a `longhaul` subcommand, and the error that means "bad usage" (exit 2). */
+import { errorTypes, LonghaulError } from '../workflows/contracts/errors.js';
+
 export interface Command {
   readonly name: string;
   /** One line for `longhaul --help`. */
@@ -9,9 +11,10 @@ export interface Command {
   run(args: string[]): Promise<number>;
 }
 
-export class UsageError extends Error {
+/** Bad flags or arguments: the CLI adds a pointer to the command's --help and exits 2. */
+export class UsageError extends LonghaulError {
   constructor(message: string) {
-    super(message);
+    super(errorTypes.invalidInput, message);
     this.name = 'UsageError';
   }
 }

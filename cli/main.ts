@@ -1,6 +1,5 @@
 /** `longhaul` — the command line. Exit codes: 0 ok, 1 failure, 2 bad usage or input. */
-import { ConfigError, config } from '../infra/config.js';
-import { ServiceError } from '../infra/services/processes.js';
+import { config } from '../infra/config.js';
 import { UsageError, type Command } from './command.js';
 import { handleInterrupts, isInterrupted } from './interrupt.js';
 import { configCommand } from './commands/config.command.js';
@@ -20,6 +19,7 @@ import { temporalCommand } from './commands/temporal.command.js';
 import { upCommand } from './commands/up.command.js';
 import { modelCommand } from './commands/model.command.js';
 import { serveCommand } from './commands/serve.command.js';
+import { errorTypes, LonghaulError } from '../workflows/contracts/errors.js';
 
 const commands: readonly Command[] = [demoCommand, upCommand, downCommand, statusCommand, runCommand, trainCommand, warmStartCommand, temporalCommand, configCommand, skeletonCommand, ingestCommand, searchCommand, toolsCommand, corpusCommand, benchCommand, modelCommand, serveCommand];
 
@@ -63,12 +63,9 @@ running.then(
   (code) => { if (!isInterrupted()) process.exit(code); },
   (error: unknown) => {
     if (isInterrupted()) return; // the interrupt handler reports and exits
-    if (error instanceof UsageError || error instanceof ConfigError) {
+    if (LonghaulError.is(error) && error.code === errorTypes.invalidInput) {
       console.error(`longhaul: ${error.message}`);
       process.exit(2);
-    } else if (error instanceof ServiceError) {
-      console.error(`longhaul: ${error.message}`);
-      process.exit(1);
     } else {
       const message = error instanceof Error ? error.message : String(error);
       console.error(`longhaul: ${message}`);

@@ -7,7 +7,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../infra/config.js';
-import { ConfigError } from '../infra/config.js';
 import { createOpenAIBackend } from '../infra/inference/openai.backend.js';
 import { loraAdapterName } from '../infra/inference/weight-sync.js';
 import type { BlobStore } from '../activities/ports/blob-store.port.js';
@@ -16,8 +15,9 @@ import type { PolicyVersionStore } from '../activities/ports/policy-version-stor
 import type { ReloadablePolicy } from '../activities/ports/weight-sync.port.js';
 import { createOnnxBackend, type OnnxBackend } from '../gpu/infer/onnx.backend.js';
 import { createScriptedPolicy } from '../test/doubles/scripted-policy.js';
-import { ModelFilesError, readManifest } from '../gpu/infer/model-files.js';
+import { readManifest } from '../gpu/infer/model-files.js';
 import { materializePolicyVersion } from '../gpu/infer/policy-store.js';
+import { errorTypes, LonghaulError } from '../workflows/contracts/errors.js';
 
 export interface ConfiguredBackend {
   readonly backend: PolicyBackend;
@@ -46,7 +46,7 @@ export async function openLocalPolicy(settings: Config, stores: { blobs: BlobSto
   const { dir, version } = await resolveLocalPolicy(settings, stores, wanted);
   const graph = readManifest(dir).onnx.file;
   if (!fs.existsSync(path.join(dir, graph))) {
-    throw new ModelFilesError(`${dir} has no ${graph}: policy version ${version} was published without its ONNX export; export it (gpu-train with the exporter installed) or serve it with LONGHAUL_POLICY_BACKEND=openai`);
+    throw new LonghaulError(errorTypes.invalidInput, `${dir} has no ${graph}: policy version ${version} was published without its ONNX export; export it (gpu-train with the exporter installed) or serve it with LONGHAUL_POLICY_BACKEND=openai`);
   }
   const backend = await createOnnxBackend({
     modelDir: dir, version, threads: settings.policy.threads,
@@ -68,7 +68,7 @@ export async function createConfiguredBackend(settings: Config, stores: { blobs:
   }
   if (settings.policy.backend === 'openai') {
     const { baseUrl, apiKey, api } = settings.policy.openai;
-    if (baseUrl === null) throw new ConfigError('LONGHAUL_OPENAI_BASE_URL is required when LONGHAUL_POLICY_BACKEND=openai (see docs/CONFIG.md).');
+    if (baseUrl === null) throw new LonghaulError(errorTypes.invalidInput, 'LONGHAUL_OPENAI_BASE_URL is required when LONGHAUL_POLICY_BACKEND=openai (see docs/CONFIG.md).');
     const model = version !== undefined && settings.weightSync.kind === 'vllm' ? loraAdapterName(version) : settings.policy.openai.model;
     return { backend: createOpenAIBackend({ baseUrl, model, apiKey, api, version: tag }), modelDir: null, close: async () => undefined };
   }

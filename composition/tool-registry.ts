@@ -8,7 +8,7 @@ import { createSqlTool } from '../activities/tools/sql.tool.js';
 import { createWebFetchTool } from '../activities/tools/web-fetch.tool.js';
 import { createWebSearchTool } from '../activities/tools/web-search.tool.js';
 import type { SearchEngine } from '../activities/ports/search.port.js';
-import { ConfigError, type Config } from '../infra/config.js';
+import { type Config } from '../infra/config.js';
 import { createDenseSearchEngine } from '../infra/search/dense-search.pg.js';
 import { createHttpEmbeddingClient } from '../infra/search/embeddings.http.js';
 import { createHybridSearchEngine } from '../infra/search/hybrid-search.js';
@@ -17,6 +17,7 @@ import { createFtsSearchEngine } from '../infra/search/fts-search.pg.js';
 import { createPgReadOnlySql } from '../infra/search/read-only-sql.pg.js';
 import { createHttpPageFetcher } from '../infra/search/web-fetch.http.js';
 import { createHttpWebSearchClient } from '../infra/search/web-search.http.js';
+import { errorTypes, LonghaulError } from '../workflows/contracts/errors.js';
 
 export interface BuiltTools {
   readonly registry: ToolRegistry;
@@ -28,7 +29,7 @@ export function searchEngine(settings: Config, pool: pg.Pool): SearchEngine {
   const { searchEngine: kind, embeddings } = settings.tools;
   const fts = createFtsSearchEngine(pool);
   if (kind === 'fts') return fts;
-  if (!embeddings) throw new ConfigError(`LONGHAUL_SEARCH_ENGINE=${kind} needs LONGHAUL_EMBEDDINGS_URL (an OpenAI-compatible /v1/embeddings endpoint). Set it, or unset LONGHAUL_SEARCH_ENGINE (see docs/CONFIG.md).`);
+  if (!embeddings) throw new LonghaulError(errorTypes.invalidInput, `LONGHAUL_SEARCH_ENGINE=${kind} needs LONGHAUL_EMBEDDINGS_URL (an OpenAI-compatible /v1/embeddings endpoint). Set it, or unset LONGHAUL_SEARCH_ENGINE (see docs/CONFIG.md).`);
   const dense = createDenseSearchEngine(pool, createHttpEmbeddingClient(embeddings), { maxAgeMs: 300_000 });
   return kind === 'dense' ? dense : createHybridSearchEngine([fts, dense]);
 }

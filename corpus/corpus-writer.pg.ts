@@ -6,6 +6,7 @@
 import type pg from 'pg';
 import { z } from 'zod';
 import { contentHash, splitPages, type CorpusDocument } from './documents.js';
+import { withTransaction } from '../infra/postgres/database.js';
 
 export interface WriteResult {
   readonly written: number;
@@ -17,25 +18,17 @@ const existingSchema = z.object({ id: z.string(), content_hash: z.string() });
 
 export async function writeDocuments(pool: pg.Pool, documents: readonly CorpusDocument[], source: string, pageWords: number): Promise<WriteResult> {
   const latest = new Map(documents.map((document) => [document.id, document]));
-  const client = await pool.connect();
-  try {
-    await client.query('BEGIN');
+  return withTransaction(pool, async (client) => {
     const ids = [...latest.keys()];
     const existing = await client.query('SELECT id, content_hash FROM search_documents WHERE id = ANY($1::text[]) FOR UPDATE', [ids]);
     const known = new Map(existing.rows.map((raw) => existingSchema.parse(raw)).map((row) => [row.id, row.content_hash]));
     const changed = [...latest.values()].filter((document) => known.get(document.id) !== contentHash(document));
     const passages = await replaceDocuments(client, changed, source, pageWords);
-    await client.query('COMMIT');
     return { written: changed.length, unchanged: latest.size - changed.length, passages };
-  } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw error;
-  } finally {
-    client.release();
-  }
+  });
 }
 
-async function replaceDocuments(client: pg.PoolClient, documents: readonly CorpusDocument[], source: string, pageWords: number): Promise<number> {
+async function replaceDocuments(client: pg.ClientBase, documents: readonly CorpusDocument[], source: string, pageWords: number): Promise<number> {
   if (documents.length === 0) return 0;
   const pageLists = documents.map((document) => splitPages(document.text, pageWords));
   await client.query('DELETE FROM search_documents WHERE id = ANY($1::text[])', [documents.map((document) => document.id)]);

@@ -11,6 +11,7 @@ import { refreshTermStatistics } from '../infra/search/fts-search.pg.js';
 import { writeDocuments } from './corpus-writer.pg.js';
 import { DocumentNormaliser, type CorpusDocument } from './documents.js';
 import { readRecords } from './records.js';
+import { errorTypes, LonghaulError } from '../workflows/contracts/errors.js';
 
 export interface IngestOptions {
   /** Label stored with each document. @default the file's base name */
@@ -41,10 +42,9 @@ export interface IngestReport {
   readonly seconds: number;
 }
 
-export class IngestError extends Error {
-  readonly code = 'INGEST_BAD_ROW';
+export class IngestError extends LonghaulError {
   constructor(readonly file: string, readonly line: number, detail: string) {
-    super(`${file}:${line}: ${detail}`);
+    super(errorTypes.invalidInput, detail, { field: `${file}:${line}` });
     this.name = 'IngestError';
   }
 }

@@ -5,6 +5,7 @@
  */
 import type pg from 'pg';
 import type { CorpusDocument } from './documents.js';
+import { withTransaction } from '../infra/postgres/database.js';
 
 export interface KbEntity {
   /** Stable id, "<kind>:<key>", e.g. "country:FRA", "city:2988507". */
@@ -38,9 +39,7 @@ export interface CorpusPart {
 
 /** Replaces the entities (and their relations) of the given kinds, in one transaction. */
 export async function writeKnowledgeBase(pool: pg.Pool, kinds: readonly string[], entities: readonly KbEntity[], relations: readonly KbRelation[]): Promise<void> {
-  const client = await pool.connect();
-  try {
-    await client.query('BEGIN');
+  await withTransaction(pool, async (client) => {
     await client.query('DELETE FROM kb_entities WHERE kind = ANY($1::text[])', [kinds]);
     for (let start = 0; start < entities.length; start += 20_000) {
       const slice = entities.slice(start, start + 20_000);
@@ -57,13 +56,7 @@ export async function writeKnowledgeBase(pool: pg.Pool, kinds: readonly string[]
         [slice.map((r) => r.subjectId), slice.map((r) => r.predicate), slice.map((r) => r.objectId), slice.map((r) => r.objectText), slice.map((r) => r.documentId)],
       );
     }
-    await client.query('COMMIT');
-  } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw error;
-  } finally {
-    client.release();
-  }
+  });
 }
 
 /** Formats a number the way an English text would: 1,234,567. */

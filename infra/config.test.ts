@@ -1,8 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { ConfigError, loadConfig } from './config.js';
+import { loadConfig } from './config.js';
 import { repoRoot } from './paths.js';
+import { errorTypes, LonghaulError } from '../workflows/contracts/errors.js';
 
 test('an empty environment gives the embedded defaults', () => {
   const config = loadConfig({});
@@ -25,7 +26,7 @@ test('user-provided services are respected and marked external', () => {
 
 test('a wrong value stops with a message naming the variable and the fix', () => {
   assert.throws(() => loadConfig({ LONGHAUL_PG_PORT: '70000' }), (error: unknown) => {
-    assert.ok(error instanceof ConfigError);
+    assert.ok((error instanceof LonghaulError && error.code === errorTypes.invalidInput));
     assert.match(error.message, /^LONGHAUL_PG_PORT="70000" is invalid: .*Fix or unset LONGHAUL_PG_PORT/);
     return true;
   });

@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { repoRoot } from './paths.js';
 import { weightSyncKinds, type WeightSyncKind } from '../activities/ports/weight-sync.port.js';
 import { policyBackendNames, type PolicyBackendName } from '../activities/ports/policy.port.js';
+import { errorTypes, LonghaulError } from '../workflows/contracts/errors.js';
 
 const port = (fallback: number) =>
   z.coerce.number().int().min(1).max(65535).default(fallback);
@@ -145,15 +146,7 @@ export interface Config {
   readonly judge: { readonly baseUrl: string | null; readonly model: string; readonly apiKey: string | null };
 }
 
-export class ConfigError extends Error {
-  readonly code = 'CONFIG_INVALID';
-  constructor(message: string) {
-    super(message);
-    this.name = 'ConfigError';
-  }
-}
-
-/** Parse an environment (process.env by default) into a frozen Config, or throw ConfigError naming the variable. */
+/** Parse an environment (process.env by default) into a frozen Config, or throw a LonghaulInvalidInput error naming the variable. */
 export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config {
   const picked: Record<string, string> = {};
   for (const key of Object.keys(environmentSchema.shape)) {
@@ -164,7 +157,7 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     const variable = String(issue.path[0] ?? 'environment');
-    throw new ConfigError(`${variable}=${JSON.stringify(picked[variable] ?? '')} is invalid: ${issue.message}. Fix or unset ${variable} (see docs/CONFIG.md).`);
+    throw new LonghaulError(errorTypes.invalidInput, `${variable}=${JSON.stringify(picked[variable] ?? '')} is invalid: ${issue.message}. Fix or unset ${variable} (see docs/CONFIG.md).`);
   }
   const env = parsed.data;
   const home = path.resolve(env.LONGHAUL_HOME ?? path.join(repoRoot, '.longhaul'));

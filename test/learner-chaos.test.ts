@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Worker } from '@temporalio/worker';
+import { checkHyperparameters } from '../gpu/train/train-step.activities.js';
 import { connectWorker, dataConverter } from '../infra/temporal/connection.js';
 import { learnerStateQuery, learnerWorkflowType, type LearnerResult, type TrainStepInput } from '../workflows/contracts/learner.contract.js';
 import { openContext, spawnWorker, uniquePrefix, waitUntil } from './helpers/stack.js';
@@ -17,7 +18,7 @@ test('a learner survives kill -9 of its worker mid-run: versions stay in order a
   const trainer = await Worker.create({
     connection: await connectWorker(context.config), namespace: context.config.temporal.namespace, taskQueue: context.queue('gpu-train'),
     dataConverter: dataConverter(context.config, context.blobs),
-    activities: { async trainStep(input: TrainStepInput) { steps.push(input); await sleep(1500); return { version: input.outputVersion, metrics: {} }; } },
+    activities: { checkHyperparameters, async trainStep(input: TrainStepInput) { steps.push(input); await sleep(1500); return { version: input.outputVersion, metrics: {} }; } },
   });
   const processes = { agent: spawnWorker('agent', env), infer: spawnWorker('gpu-infer', env), tools: spawnWorker('tools', env) };
   const running = trainer.run();

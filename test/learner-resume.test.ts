@@ -19,6 +19,7 @@ import { Worker } from '@temporalio/worker';
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import { publishPolicyVersion } from '../gpu/infer/policy-store.js';
 import { tinyModelDir } from './doubles/test-model.js';
+import { checkHyperparameters } from '../gpu/train/train-step.activities.js';
 import { trainingOf } from '../gpu/train/version-files.js';
 import { createPgPolicyVersionStore } from '../infra/postgres/policy-version-store.pg.js';
 import { connectWorker, dataConverter } from '../infra/temporal/connection.js';
@@ -363,7 +364,7 @@ test('a learner survives kill -9 and restart of the Temporal server mid-run: ver
     trainer = await Worker.create({
       connection: await connectWorker(context.config), namespace: context.config.temporal.namespace, taskQueue: context.queue('gpu-train'),
       dataConverter: dataConverter(context.config, context.blobs),
-      activities: { async trainStep(input: TrainStepInput) { trained.push(input); await sleep(1500); return { version: input.outputVersion, metrics: {} }; } },
+      activities: { checkHyperparameters, async trainStep(input: TrainStepInput) { trained.push(input); await sleep(1500); return { version: input.outputVersion, metrics: {} }; } },
     });
     running = trainer.run();
     for (const role of ['agent', 'gpu-infer', 'tools'] as const) processes.set(role, spawnWorker(role, env));

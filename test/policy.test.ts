@@ -13,10 +13,11 @@ import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { createPolicyActivities, generationBlobKey, type GenerateActivityResult, type GenerationBlob } from '../activities/policy.activities.js';
 import type { GenerateRequest, GenerateResult, PolicyBackend } from '../activities/ports/policy.port.js';
 import { createOnnxBackend, type OnnxBackend } from '../gpu/infer/onnx.backend.js';
-import { materializePolicyVersion, publishPolicyVersion, PolicyVersionError } from '../gpu/infer/policy-store.js';
+import { materializePolicyVersion, publishPolicyVersion } from '../gpu/infer/policy-store.js';
 import { tinyModelDir } from './doubles/test-model.js';
 import { createPgPolicyVersionStore } from '../infra/postgres/policy-version-store.pg.js';
 import { openContext, uniquePrefix, type TestContext } from './helpers/stack.js';
+import { errorTypes, LonghaulError } from '../workflows/contracts/errors.js';
 
 const prompt = 'Question: where is the Eiffel Tower?\nAnswer:';
 
@@ -110,7 +111,7 @@ describe('the generate activity and policy versions', () => {
       fs.rmSync(cacheDir, { recursive: true, force: true });
     }
     await assert.rejects(materializePolicyVersion({ blobs: context.blobs, versions, cacheDir, version: version + 5_000_000 }), (error: unknown) =>
-      error instanceof PolicyVersionError && error.message === `policy version ${version + 5_000_000} is not registered`);
+      (error instanceof LonghaulError && error.code === errorTypes.notFound) && error.message === `policy version ${version + 5_000_000} is not registered`);
     // Leave the stack's "latest version" as it was.
     await context.pool.query('DELETE FROM policy_versions WHERE version = $1', [version]);
     for (const key of await context.blobs.list(first.row.blobPrefix)) await context.blobs.delete(key);

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { BlobNotFoundError } from '../activities/ports/blob-store.port.js';
+import { errorTypes, LonghaulError } from '../workflows/contracts/errors.js';
 import { createPgSkeletonStepStore } from '../infra/postgres/skeleton-step-store.pg.js';
 import { listMigrations, migrate } from '../infra/postgres/migrate.js';
 import { openContext, uniquePrefix } from './helpers/stack.js';
@@ -15,7 +15,7 @@ test('the S3 blob store writes, lists, reads and deletes real objects', async ()
     assert.deepEqual([...(await context.blobs.get(`${prefix}/a`))], [1, 2, 3]);
     assert.equal((await context.blobs.get(`${prefix}/b`)).toString(), 'two');
     assert.equal(await context.blobs.exists(`${prefix}/missing`), false);
-    await assert.rejects(context.blobs.get(`${prefix}/missing`), BlobNotFoundError);
+    await assert.rejects(context.blobs.get(`${prefix}/missing`), (error: unknown) => error instanceof LonghaulError && error.code === errorTypes.notFound && error.message === `blob not found: ${prefix}/missing`);
     await context.blobs.delete(`${prefix}/a`);
     assert.equal(await context.blobs.exists(`${prefix}/a`), false);
   } finally {

@@ -25,6 +25,7 @@ import { createWeightSyncActivities } from '../activities/weight-sync.activities
 import { createConfiguredBackend, lazyBackend, type LazyBackend } from '../composition/policy-backend.js';
 import { publishPolicyVersion } from '../gpu/infer/policy-store.js';
 import { tinyModelDir } from './doubles/test-model.js';
+import { checkHyperparameters } from '../gpu/train/train-step.activities.js';
 import { createWeightSync } from '../infra/inference/weight-sync.js';
 import { createPgPolicyVersionStore } from '../infra/postgres/policy-version-store.pg.js';
 import { createPgTrajectoryBuffer } from '../infra/postgres/buffer.pg.js';
@@ -190,7 +191,7 @@ describe('weight sync into a serving policy', () => {
         extraActivities: {
           agent: { ...createLearnerActivities({ blobs: learnerContext.blobs }), ...createBufferActivities({ buffer: createPgTrajectoryBuffer(learnerContext.pool) }) },
           'gpu-infer': { syncWeights: (input: SyncWeightsInput) => { synced.push(input); return recording.syncWeights(input); } },
-          'gpu-train': { trainStep: async (input: { outputVersion: number }) => { await sleep(200); return { version: input.outputVersion, metrics: {} }; } },
+          'gpu-train': { checkHyperparameters, trainStep: async (input: { outputVersion: number }) => { await sleep(200); return { version: input.outputVersion, metrics: {} }; } },
         },
       });
       const runId = `${prefix}run`;

@@ -10,12 +10,13 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { ApplicationFailure } from '@temporalio/common';
-import { WeightSyncRefusedError, WeightSyncUnavailableError, type WeightSync } from '../activities/ports/weight-sync.port.js';
+import { type WeightSync } from '../activities/ports/weight-sync.port.js';
 import { createWeightSyncActivities } from '../activities/weight-sync.activities.js';
-import { ConfigError, loadConfig } from '../infra/config.js';
+import { loadConfig } from '../infra/config.js';
 import { createWeightSync, loraAdapterName } from '../infra/inference/weight-sync.js';
 import type { SyncWeightsResult } from '../workflows/contracts/learner.contract.js';
 import { startSglangServer, startVllmServer, type ProtocolServer } from './helpers/inference-servers.js';
+import { errorTypes, LonghaulError } from '../workflows/contracts/errors.js';
 
 const noProgress = () => undefined;
 
@@ -34,7 +35,7 @@ describe('weight-sync adapters against SGLang and vLLM protocol servers', () => 
   const local = { reload: async (version: number) => { reloaded.push(version); return { previous: null, reloaded: true }; } };
   const folderOf = async (version: number) => {
     const folder = folders.get(version);
-    if (!folder) throw Object.assign(new Error(`policy version ${version} is not registered`), { name: 'PolicyVersionError' });
+    if (!folder) throw new LonghaulError(errorTypes.notFound, `policy version ${version} is not registered`);
     return folder;
   };
   const make = (kind: 'sglang' | 'vllm', url: string) => createWeightSync({ kind, url }, { local, folderOf });
@@ -70,7 +71,7 @@ describe('weight-sync adapters against SGLang and vLLM protocol servers', () => 
     it('surfaces the server\'s message when it refuses a folder, and does not switch the local backend', async () => {
       reloaded.length = 0;
       await assert.rejects(make('sglang', server.url).sync(5, noProgress), (error: unknown) => {
-        assert.ok(error instanceof WeightSyncRefusedError);
+        assert.ok((error instanceof LonghaulError && error.code === errorTypes.invalidInput));
         assert.match(error.message, new RegExp(`^SGLang refused policy version 5 from ${folders.get(5)}: Failed to get weights iterator: .* has no config\\.json and \\*\\.safetensors weights\\. Fix: the folder must hold Hugging Face weights`));
         return true;
       });
@@ -80,7 +81,7 @@ describe('weight-sync adapters against SGLang and vLLM protocol servers', () => 
     it('reads success from the body when an older server answers a failure with HTTP 200', async () => {
       const legacy = await startSglangServer({ legacyStatus: true });
       try {
-        await assert.rejects(make('sglang', legacy.url).sync(5, noProgress), WeightSyncRefusedError);
+        await assert.rejects(make('sglang', legacy.url).sync(5, noProgress), (error: unknown) => error instanceof LonghaulError && error.code === errorTypes.invalidInput);
         assert.equal(legacy.calls.at(-1)?.status, 200);
       } finally {
         await legacy.close();
@@ -98,15 +99,15 @@ describe('weight-sync adapters against SGLang and vLLM protocol servers', () => 
 
     it('an unknown version is refused before the server is called', async () => {
       const before = server.calls.length;
-      await assert.rejects(make('sglang', server.url).sync(99, noProgress), /^WeightSyncRefusedError: policy version 99 cannot be served: policy version 99 is not registered; sync only registered versions/);
+      await assert.rejects(make('sglang', server.url).sync(99, noProgress), /^LonghaulError: policy version 99 cannot be served: policy version 99 is not registered; sync only registered versions/);
       assert.equal(server.calls.length, before);
     });
 
     it('a 503 and an unreachable server are retryable', async () => {
       server.failNext(1);
-      await assert.rejects(make('sglang', server.url).sync(2, noProgress), (error: unknown) => error instanceof WeightSyncUnavailableError && /failed with HTTP 503/.test(error.message));
+      await assert.rejects(make('sglang', server.url).sync(2, noProgress), (error: unknown) => (error instanceof LonghaulError && error.code === errorTypes.unavailable) && /failed with HTTP 503/.test(error.message));
       await assert.rejects(make('sglang', await closedPortUrl()).sync(2, noProgress), (error: unknown) => {
-        assert.ok(error instanceof WeightSyncUnavailableError);
+        assert.ok((error instanceof LonghaulError && error.code === errorTypes.unavailable));
         assert.match(error.message, /^SGLang at http:\/\/127\.0\.0\.1:\d+\/update_weights_from_disk is unreachable \(ECONNREFUSED\); start it or fix LONGHAUL_WEIGHT_SYNC_URL$/);
         return true;
       });
@@ -139,7 +140,7 @@ describe('weight-sync adapters against SGLang and vLLM protocol servers', () => 
         const server = await startVllmServer({ legacyErrors });
         try {
           await assert.rejects(make('vllm', server.url).sync(5, noProgress), (error: unknown) => {
-            assert.ok(error instanceof WeightSyncRefusedError);
+            assert.ok((error instanceof LonghaulError && error.code === errorTypes.invalidInput));
             assert.equal(error.message, `vLLM refused LoRA adapter longhaul-v5 (policy version 5, ${folders.get(5)}): HTTP 404: Loading lora longhaul-v5 failed: No adapter found for ${folders.get(5)}. `
               + 'Fix: the folder must hold a PEFT LoRA adapter (adapter_config.json + adapter_model.safetensors) of the served base model, readable by the server, within its --max-lora-rank');
             return true;
@@ -175,7 +176,7 @@ describe('weight-sync adapters against SGLang and vLLM protocol servers', () => 
     });
 
     it('an unreachable server is retryable', async () => {
-      await assert.rejects(make('vllm', await closedPortUrl()).sync(1, noProgress), WeightSyncUnavailableError);
+      await assert.rejects(make('vllm', await closedPortUrl()).sync(1, noProgress), (error: unknown) => error instanceof LonghaulError && error.code === errorTypes.unavailable);
     });
   });
 });
@@ -202,12 +203,12 @@ describe('the syncWeights activity', () => {
   });
 
   it('fails a refused version without retries, naming the version, and retries an unreachable server', async () => {
-    const refused = await run(fake('vllm', new WeightSyncRefusedError('policy version 7 cannot be served: policy version 7 is not registered; sync only registered versions')), { runId: 'r1', version: 7 }).result.catch((error: unknown) => error);
+    const refused = await run(fake('vllm', new LonghaulError(errorTypes.invalidInput, 'policy version 7 cannot be served: policy version 7 is not registered; sync only registered versions')), { runId: 'r1', version: 7 }).result.catch((error: unknown) => error);
     assert.ok(refused instanceof ApplicationFailure);
     assert.equal(refused.nonRetryable, true);
     assert.equal(refused.type, 'LonghaulInvalidInput');
     assert.equal(refused.message, 'syncWeights (vllm): policy version 7 cannot be served: policy version 7 is not registered; sync only registered versions');
-    const down = await run(fake('sglang', new WeightSyncUnavailableError('SGLang at http://x is unreachable (ECONNREFUSED)')), { runId: 'r1', version: 7 }).result.catch((error: unknown) => error);
+    const down = await run(fake('sglang', new LonghaulError(errorTypes.unavailable, 'SGLang at http://x is unreachable (ECONNREFUSED)')), { runId: 'r1', version: 7 }).result.catch((error: unknown) => error);
     assert.ok(down instanceof ApplicationFailure);
     assert.equal(down.nonRetryable, false);
     assert.equal(down.type, 'LonghaulUnavailable');
@@ -231,13 +232,13 @@ describe('weight-sync config', () => {
     assert.deepEqual(loadConfig({}).weightSync, { kind: 'onnx', url: null });
     assert.deepEqual(loadConfig({ LONGHAUL_WEIGHT_SYNC: 'sglang', LONGHAUL_OPENAI_BASE_URL: 'http://gpu:30000/v1' }).weightSync, { kind: 'sglang', url: 'http://gpu:30000' });
     assert.deepEqual(loadConfig({ LONGHAUL_WEIGHT_SYNC: 'vllm', LONGHAUL_WEIGHT_SYNC_URL: 'http://gpu:8000' }).weightSync, { kind: 'vllm', url: 'http://gpu:8000' });
-    assert.throws(() => loadConfig({ LONGHAUL_WEIGHT_SYNC: 'deepspeed' }), (error: unknown) => error instanceof ConfigError && /^LONGHAUL_WEIGHT_SYNC="deepspeed" is invalid: .* Fix or unset LONGHAUL_WEIGHT_SYNC/.test(error.message));
+    assert.throws(() => loadConfig({ LONGHAUL_WEIGHT_SYNC: 'deepspeed' }), (error: unknown) => (error instanceof LonghaulError && error.code === errorTypes.invalidInput) && /^LONGHAUL_WEIGHT_SYNC="deepspeed" is invalid: .* Fix or unset LONGHAUL_WEIGHT_SYNC/.test(error.message));
     assert.throws(() => loadConfig({ LONGHAUL_WEIGHT_SYNC_URL: 'gpu 8000' }), /LONGHAUL_WEIGHT_SYNC_URL="gpu 8000" is invalid: expected a URL such as http:\/\/127\.0\.0\.1:30000/);
   });
 
-  it('a server adapter without a URL, or onnx without a reloadable backend, is a ConfigError naming the variable', () => {
+  it('a server adapter without a URL, or onnx without a reloadable backend, is a LonghaulInvalidInput naming the variable', () => {
     const folderOf = async () => '/nowhere';
-    assert.throws(() => createWeightSync({ kind: 'sglang', url: null }, { folderOf }), (error: unknown) => error instanceof ConfigError && error.message.startsWith('LONGHAUL_WEIGHT_SYNC_URL is required when LONGHAUL_WEIGHT_SYNC=sglang'));
+    assert.throws(() => createWeightSync({ kind: 'sglang', url: null }, { folderOf }), (error: unknown) => (error instanceof LonghaulError && error.code === errorTypes.invalidInput) && error.message.startsWith('LONGHAUL_WEIGHT_SYNC_URL is required when LONGHAUL_WEIGHT_SYNC=sglang'));
     assert.throws(() => createWeightSync({ kind: 'onnx', url: null }, { folderOf }), /LONGHAUL_WEIGHT_SYNC=onnx needs a worker whose backend can reload/);
     assert.equal(createWeightSync({ kind: 'none', url: null }, { folderOf }).kind, 'none');
   });
@@ -245,7 +246,7 @@ describe('weight-sync config', () => {
   it('onnx sync in a worker that serves an openai server is refused per sync, saying which adapter fits', async () => {
     const local = { reload: async () => { throw new Error('must not reload'); } };
     const sync = createWeightSync({ kind: 'onnx', url: null }, { local, backend: 'openai', folderOf: async () => '/nowhere' });
-    await assert.rejects(sync.sync(3, noProgress), (error: unknown) => error instanceof WeightSyncRefusedError
+    await assert.rejects(sync.sync(3, noProgress), (error: unknown) => (error instanceof LonghaulError && error.code === errorTypes.invalidInput)
       && error.message.startsWith('policy version 3 not synced: LONGHAUL_WEIGHT_SYNC=onnx reloads a local ONNX model, but this worker serves LONGHAUL_POLICY_BACKEND=openai'));
   });
 });

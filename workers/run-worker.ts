@@ -1,12 +1,13 @@
 /** Shared wiring for worker processes: config, connection, payload codec, graceful shutdown. */
 import fs from 'node:fs';
 import { Worker, type WorkerOptions } from '@temporalio/worker';
-import { config, ConfigError } from '../infra/config.js';
+import { config } from '../infra/config.js';
 import { createS3BlobStore } from '../infra/blob/blob-store.s3.js';
 import { connectWorker, dataConverter } from '../infra/temporal/connection.js';
 import { workflowBundlePath } from '../infra/paths.js';
 import { taskQueueName, type QueueRole } from '../workflows/contracts/queues.js';
 import type { BlobStore } from '../activities/ports/blob-store.port.js';
+import { errorTypes, LonghaulError } from '../workflows/contracts/errors.js';
 
 export interface WorkerPlan {
   readonly role: QueueRole;
@@ -21,7 +22,7 @@ export async function runWorker(plan: WorkerPlan): Promise<void> {
   try {
     settings = config();
   } catch (error) {
-    if (error instanceof ConfigError) {
+    if ((error instanceof LonghaulError && error.code === errorTypes.invalidInput)) {
       console.error(`longhaul ${plan.role} worker: ${error.message}`);
       process.exit(2);
     }

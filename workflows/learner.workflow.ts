@@ -86,6 +86,10 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
     return state();
   }, { validator: (patch) => { validated(() => parseLearnerSettings({ ...run.settings, ...(patch as object) })); } });
   setHandler(trajectoryFinishedSignal, recordReport);
+  // Refuse bad hyperparameters now, not at the first trainStep after a whole batch of rollouts.
+  if (raw.carried === undefined && patched('check-hyperparameters')) {
+    await trainer.checkHyperparameters({ kind: 'rl', groupSize: run.settings.groupSize, eta: run.settings.eta, hyperparameters: raw.hyperparameters ?? {} });
+  }
   upsertSearchAttributes([
     { key: searchAttributes.kind, value: 'learner' }, { key: searchAttributes.runId, value: input.runId },
     { key: searchAttributes.status, value: 'running' }, { key: searchAttributes.policyVersion, value: run.version },

@@ -1,13 +1,12 @@
-import { ApplicationFailure } from '@temporalio/workflow';
-import { errorTypes } from './contracts/errors.js';
-import { InputError } from './contracts/validate.js';
+import { toApplicationFailure } from './contracts/application-failure.js';
+import { LonghaulError } from './contracts/errors.js';
 
 /** Run an input parser inside a workflow: a bad input fails the workflow at once, non-retryable, naming the field. */
 export function validated<T>(parse: () => T): T {
   try {
     return parse();
   } catch (error) {
-    if (error instanceof InputError) throw ApplicationFailure.nonRetryable(error.message, errorTypes.invalidInput, { field: error.field });
+    if (LonghaulError.is(error)) throw toApplicationFailure(error);
     throw error;
   }
 }

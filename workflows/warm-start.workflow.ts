@@ -5,7 +5,7 @@
  * chunk of kept trajectories. A crash anywhere resumes from history: finished children are not
  * rerun, and a published step is found again by (runId, step) instead of being trained twice.
  */
-import { ParentClosePolicy, proxyActivities, setHandler, startChild, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { ParentClosePolicy, patched, proxyActivities, setHandler, startChild, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { activityOptions } from './contracts/activity-options.js';
 import type { LearnerActivities } from './contracts/learner.contract.js';
 import { queuePrefixOf } from './contracts/queues.js';
@@ -37,6 +37,8 @@ export async function warmStart(raw: WarmStartInput): Promise<WarmStartResult> {
     runId: input.runId, phase, source: settings.source, questions, started, finished: rewards.length, kept: kept.length, skipped, version, steps,
   });
   setHandler(warmStartStateQuery, state);
+  // Refuse bad hyperparameters now, not at the first sftStep after every trajectory has run.
+  if (patched('check-hyperparameters')) await train.checkHyperparameters({ kind: 'sft', hyperparameters: raw.hyperparameters ?? {} });
   upsertSearchAttributes([
     { key: searchAttributes.kind, value: 'warm-start' }, { key: searchAttributes.runId, value: input.runId },
     { key: searchAttributes.status, value: 'running' }, { key: searchAttributes.policyVersion, value: version },

@@ -11,7 +11,7 @@ import type { TrajectoryStore } from '../ports/trajectory-store.port.js';
 import { trajectoryRecordSchema, trajectoryRecordSchemaName, type TrajectoryRecord } from '../ports/trajectory-record.schema.js';
 import { parseActivityInput } from '../activity-input.js';
 import type { FinishTrajectoryInput, FinishTrajectoryResult } from '../../workflows/contracts/agent-turn.contract.js';
-import { errorTypes } from '../../workflows/contracts/errors.js';
+import { errorTypes, LonghaulError } from '../../workflows/contracts/errors.js';
 import { judgeAnswer, type JudgeOutcome } from '../reward/judge.js';
 import { scoreAnswer } from '../reward/metrics.js';
 import { readJson, transcriptKeys, type GenerationRecord, type ToolsRecord } from './transcript.js';
@@ -35,7 +35,7 @@ async function judged(judge: Judge | undefined, input: FinishTrajectoryInput): P
     return await judgeAnswer(judge, input.question, input.answers, input.answer);
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
-    const refused = error instanceof Error && ['InferenceRequestError', 'InvalidGenerateRequestError'].includes(error.name);
+    const refused = LonghaulError.is(error) && !error.retryable;
     const where = `the judge (model ${JSON.stringify(judge.model)} at ${judge.baseUrl})`;
     if (refused) {
       throw ApplicationFailure.nonRetryable(`finishTrajectory: ${where} refused the request: ${message}. Check LONGHAUL_JUDGE_MODEL and LONGHAUL_JUDGE_API_KEY`, errorTypes.invalidInput);

@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import type { GenerateRequest } from './policy.port.js';
+import { errorTypes, LonghaulError } from '../../workflows/contracts/errors.js';
 
 const tokenIds = z.array(z.number().int().min(0));
 
@@ -34,18 +35,10 @@ export const generateRequestSchema = z.object({
   }
 });
 
-export class InvalidGenerateRequestError extends Error {
-  readonly code = 'GENERATE_REQUEST_INVALID';
-  constructor(message: string) {
-    super(message);
-    this.name = 'InvalidGenerateRequestError';
-  }
-}
-
-/** Parse an untrusted request, or throw InvalidGenerateRequestError("<field>: <reason>"). */
+/** Parse an untrusted request, or throw a LonghaulInvalidInput "<field>: <reason>". */
 export function parseGenerateRequest(value: unknown): GenerateRequest {
   const parsed = generateRequestSchema.safeParse(value);
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0]!;
-  throw new InvalidGenerateRequestError(`${issue.path.join('.') || 'request'}: ${issue.message}`);
+  throw new LonghaulError(errorTypes.invalidInput, `${issue.path.join('.') || 'request'}: ${issue.message}`);
 }

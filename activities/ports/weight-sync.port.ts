@@ -19,20 +19,3 @@ export interface ReloadablePolicy {
   reload(version: number): Promise<{ previous: number | null; reloaded: boolean }>;
 }
 
-/** The version cannot be served as asked (not registered, wrong files, refused by the server): retrying cannot help. */
-export class WeightSyncRefusedError extends Error {
-  readonly code = 'WEIGHT_SYNC_REFUSED';
-  constructor(message: string) {
-    super(message);
-    this.name = 'WeightSyncRefusedError';
-  }
-}
-
-/** The inference server or a store could not be reached: retried with backoff. */
-export class WeightSyncUnavailableError extends Error {
-  readonly code = 'WEIGHT_SYNC_UNAVAILABLE';
-  constructor(message: string) {
-    super(message);
-    this.name = 'WeightSyncUnavailableError';
-  }
-}

@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import type { ToolDescriptor } from '../../workflows/contracts/tools.contract.js';
+import { errorTypes, LonghaulError } from '../../workflows/contracts/errors.js';
 
 /** What a tool's `execute` returns before the runner adds latency, cache and truncation. */
 export interface ToolOutput {
@@ -14,10 +15,9 @@ export interface ToolOutput {
 }
 
 /** A failure the agent should read as an observation (document not found, HTTP 404…): ok=false, not invalid. */
-export class ToolFailure extends Error {
-  readonly code = 'TOOL_FAILURE';
+export class ToolFailure extends LonghaulError {
   constructor(message: string) {
-    super(message);
+    super(errorTypes.invalidInput, message);
     this.name = 'ToolFailure';
   }
 }

@@ -1,7 +1,6 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Client } from '@temporalio/client';
 import { config } from '../../infra/config.js';
 import { createS3BlobStore } from '../../infra/blob/blob-store.s3.js';
@@ -13,13 +12,18 @@ import { createPgPolicyVersionStore } from '../../infra/postgres/policy-version-
 import { stackUp } from '../../infra/services/stack.js';
 import { workerService } from '../../infra/services/workers.service.js';
 import { connectClient } from '../../infra/temporal/connection.js';
+import { parseRlHyperparameters, parseSftHyperparameters } from '../../gpu/train/train-step.schema.js';
+import { parseLearnerSettings } from '../../workflows/contracts/learner.input.js';
 import { taskQueueName } from '../../workflows/contracts/queues.js';
-import { learnerStateQuery, learnerWorkflowType, type LearnerResult, type QuestionRow } from '../../workflows/contracts/learner.contract.js';
+import { parseTrajectoryInput } from '../../workflows/contracts/trajectory.input.js';
+import { learnerStateQuery, learnerWorkflowType, type LearnerResult, type LearnerState, type QuestionRow } from '../../workflows/contracts/learner.contract.js';
 import { trajectoryWorkflowType, type TrajectoryResult } from '../../workflows/contracts/trajectory.contract.js';
 import { warmStartWorkflowType, type WarmStartResult } from '../../workflows/contracts/warm-start.contract.js';
 import { integerFlag, parseFlags, rateFlag } from '../arguments.js';
 import type { Command } from '../command.js';
 import { onInterrupt } from '../interrupt.js';
+import { followWorkflow } from '../follow-workflow.js';
+import { preflight } from '../preflight.js';
 import { progressBar } from '../progress.js';
 import { startVersionFlag } from '../start-version.js';
 import { followWarmStart } from './warm-start.command.js';
@@ -70,6 +74,12 @@ async function restartInference(version: number): Promise<void> {
   await service.start();
 }
 
+/** The flag behind each input field the demo's workflows get, for preflight refusals. */
+const demoFlags = {
+  batchSize: 'batch', groupSize: 'group', maxSteps: 'steps', maxInflight: 'batch', 'limits.maxTurns': 'max-turns', 'limits.maxNewTokensPerTurn': 'max-new-tokens',
+  'hyperparameters.learningRate': 'lr',
+};
+
 export const demoCommand: Command = {
   name: 'demo',
   summary: 'the main job: corpus, SmolLM2-135M evaluation, warm start, async RL, evaluation again, report',
@@ -113,6 +123,15 @@ up on a GPU.
     const sftCount = integerFlag(values['sft-questions'], 'sft-questions', 16, 1, 100_000);
     const sftEpochs = integerFlag(values['sft-epochs'], 'sft-epochs', 6, 1, 1000);
     const sftLearningRate = rateFlag(values['sft-lr'], 'sft-lr', 3e-4);
+    const learnerSettings = { mode: 'async', maxSteps: steps, batchSize, groupSize, eta: 4, maxInflight: 2 * batchSize, dropEqualRewardGroups: false, interruptOnPublish: false };
+    const rlHyperparameters = { learningRate, microBatchSize: 2, trainable: TRAINABLE };
+    const sftHyperparameters = { learningRate: sftLearningRate, epochs: sftEpochs, batchSize: 4, microBatchSize: 2, trainable: TRAINABLE };
+    preflight(() => {
+      parseLearnerSettings(learnerSettings);
+      parseTrajectoryInput({ question: 'preflight', ...TRAJECTORY(maxTurns, maxNewTokens) });
+      parseRlHyperparameters(rlHyperparameters, groupSize);
+      if (warm) parseSftHyperparameters(sftHyperparameters);
+    }, demoFlags);
     const startedAt = Date.now();
     const phase = (name: string) => console.error(`\n▶ ${name} (${((Date.now() - startedAt) / 1000).toFixed(0)} s)`);
     const settings = config();
@@ -159,7 +178,7 @@ up on a GPU.
           args: [{
             runId: `${runId}-sft`, datasetKey: sftKey, startVersion, settings: { source: 'gold', minReward: 1, concurrency: 4 },
             trajectory: { ...TRAJECTORY(maxTurns, maxNewTokens), rewardMetric: 'em' },
-            hyperparameters: { learningRate: sftLearningRate, epochs: sftEpochs, batchSize: 4, microBatchSize: 2, trainable: TRAINABLE },
+            hyperparameters: sftHyperparameters,
           }],
         });
         const result = await followWarmStart(client, sftHandle, sftCount);
@@ -178,23 +197,18 @@ up on a GPU.
         taskQueue, workflowId: `learner-${runId}`, staticSummary: `demo learner ${runId}`,
         args: [{
           runId, datasetKey, startVersion: rlStartVersion,
-          settings: { mode: 'async', maxSteps: steps, batchSize, groupSize, eta: 4, maxInflight: 2 * batchSize, dropEqualRewardGroups: false, interruptOnPublish: false },
-          trajectory: TRAJECTORY(maxTurns, maxNewTokens),
-          hyperparameters: { learningRate, microBatchSize: 2, trainable: TRAINABLE },
+          settings: learnerSettings, trajectory: TRAJECTORY(maxTurns, maxNewTokens), hyperparameters: rlHyperparameters,
         }],
       });
       const bar = progressBar('training steps', steps);
-      let learned: LearnerResult | undefined;
-      let failure: unknown;
-      void handle.result().then((result) => { learned = result as LearnerResult; }, (error: unknown) => { failure = error ?? new Error('learner failed'); });
-      while (!learned && !failure) {
-        const state = await handle.query(learnerStateQuery).catch(() => undefined);
-        const engine = state?.training ? describeProgress(await pendingActivityProgress(client, handle, 'trainStep')) : '';
-        if (state) bar.update(state.step, `v${state.version} · ${state.inflight} in flight · ${state.ready} ready${state.training ? ` · training${engine ? ` (${engine})` : ''}` : ''}`);
-        await sleep(2000);
-      }
-      if (failure) throw failure;
-      bar.finish(`v${learned!.finalVersion}`);
+      const learned = await followWorkflow<LearnerResult, LearnerState>(handle, {
+        query: learnerStateQuery, intervalMs: 2000,
+        async onState(state) {
+          const engine = state.training ? describeProgress(await pendingActivityProgress(client, handle, 'trainStep')) : '';
+          bar.update(state.step, `v${state.version} · ${state.inflight} in flight · ${state.ready} ready${state.training ? ` · training${engine ? ` (${engine})` : ''}` : ''}`);
+        },
+      });
+      bar.finish(`v${learned.finalVersion}`);
 
       phase('8/8 evaluating the trained policy');
       await restartInference(learned!.finalVersion);

@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { config } from '../../infra/config.js';
 import { createS3BlobStore } from '../../infra/blob/blob-store.s3.js';
 import { stackUp } from '../../infra/services/stack.js';
@@ -6,9 +5,12 @@ import { connectClient } from '../../infra/temporal/connection.js';
 import { readJson, transcriptKeys, observationText, type GenerationRecord, type ToolsRecord } from '../../activities/agent/transcript.js';
 import type { BlobStore } from '../../activities/ports/blob-store.port.js';
 import { taskQueueName } from '../../workflows/contracts/queues.js';
-import { trajectoryStateQuery, trajectoryWorkflowType, type TrajectoryResult } from '../../workflows/contracts/trajectory.contract.js';
+import { trajectoryStateQuery, trajectoryWorkflowType, type TrajectoryResult, type TrajectoryState } from '../../workflows/contracts/trajectory.contract.js';
+import { parseTrajectoryInput } from '../../workflows/contracts/trajectory.input.js';
 import { integerFlag, parseFlags } from '../arguments.js';
 import { UsageError, type Command } from '../command.js';
+import { followWorkflow } from '../follow-workflow.js';
+import { preflight } from '../preflight.js';
 
 const oneLine = (text: string, max: number) => {
   const flat = text.replace(/\s+/g, ' ').trim();
@@ -63,6 +65,10 @@ the reward is computed against those gold answers. The trajectory survives a cra
       limits: { maxTurns: integerFlag(values['max-turns'], 'max-turns', 200, 1, 100_000), maxNewTokensPerTurn: integerFlag(values['max-new-tokens'], 'max-new-tokens', 512, 1, 65_536) },
       options: { contextMode: values.context ?? 'full', protocol: values.protocol ?? 'tags', temperature, seed: integerFlag(values.seed, 'seed', 0, 0, 2 ** 31 - 1) },
     };
+    preflight(() => parseTrajectoryInput(input), {
+      answers: 'answer', 'limits.maxTurns': 'max-turns', 'limits.maxNewTokensPerTurn': 'max-new-tokens',
+      'options.contextMode': 'context', 'options.protocol': 'protocol', 'options.temperature': 'temperature', 'options.seed': 'seed',
+    });
     const settings = config();
     await stackUp(settings, { workers: true });
     const blobs = createS3BlobStore(settings);
@@ -73,17 +79,13 @@ the reward is computed against those gold answers. The trajectory survives a cra
     });
     if (settings.temporal.embedded) console.error(`trajectory ${workflowId} · Web UI http://127.0.0.1:${settings.temporal.uiPort}/namespaces/${settings.temporal.namespace}/workflows/${workflowId}`);
     let printed = 0;
-    let finished: TrajectoryResult | undefined;
-    let failure: unknown;
-    void handle.result().then((result) => { finished = result as TrajectoryResult; }, (error: unknown) => { failure = error ?? new Error('failed'); });
-    while (!finished && !failure) {
-      const state = await handle.query(trajectoryStateQuery).catch(() => undefined);
-      for (; state && printed < state.turn; printed += 1) await printTurn(blobs, workflowId, printed, Boolean(values.verbose));
-      await sleep(250);
-    }
-    if (failure) throw failure;
-    for (; printed < finished!.turns; printed += 1) await printTurn(blobs, workflowId, printed, Boolean(values.verbose));
-    const result = finished!;
+    const result = await followWorkflow<TrajectoryResult, TrajectoryState>(handle, {
+      query: trajectoryStateQuery, intervalMs: 250,
+      async onState(state) {
+        for (; printed < state.turn; printed += 1) await printTurn(blobs, workflowId, printed, Boolean(values.verbose));
+      },
+    });
+    for (; printed < result.turns; printed += 1) await printTurn(blobs, workflowId, printed, Boolean(values.verbose));
     console.log(`${result.stopReason} after ${result.turns} turns · answer ${JSON.stringify(result.answer)} · reward ${result.reward.toFixed(3)} ${JSON.stringify(result.rewardParts)}`);
     if (values.json) console.log(JSON.stringify(result));
     await client.connection.close();

@@ -1,13 +1,13 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { config } from '../../infra/config.js';
 import { stackUp } from '../../infra/services/stack.js';
 import { openServices } from '../../composition/services.js';
 import { taskQueueName } from '../../workflows/contracts/queues.js';
-import { skeletonStateQuery, skeletonWorkflowType, payloadRoundTripWorkflowType, type SkeletonResult, type PayloadRoundTripResult } from '../../workflows/contracts/skeleton.contract.js';
+import { skeletonStateQuery, skeletonWorkflowType, payloadRoundTripWorkflowType, type SkeletonResult, type SkeletonState, type PayloadRoundTripResult } from '../../workflows/contracts/skeleton.contract.js';
 import { integerFlag, parseFlags } from '../arguments.js';
 import type { Command } from '../command.js';
+import { followWorkflow } from '../follow-workflow.js';
 import { progressBar } from '../progress.js';
 
 export const skeletonCommand: Command = {
@@ -40,14 +40,7 @@ A quick check that the stack is durable and healthy.
     const handle = await client.workflow.start(skeletonWorkflowType, { taskQueue, workflowId, args: [{ steps, stepDelayMs, label: 'demo' }] });
     const bar = progressBar('skeleton trajectory', steps);
     const startedAt = Date.now();
-    let done = false;
-    const resultPromise = handle.result().finally(() => { done = true; }) as Promise<SkeletonResult>;
-    while (!done) {
-      const state = await handle.query(skeletonStateQuery).catch(() => undefined);
-      if (state) bar.update(state.completedSteps);
-      await sleep(300);
-    }
-    const result = await resultPromise;
+    const result = await followWorkflow<SkeletonResult, SkeletonState>(handle, { query: skeletonStateQuery, intervalMs: 300, onState: (state) => bar.update(state.completedSteps) });
     bar.finish();
     const seconds = (Date.now() - startedAt) / 1000;
 

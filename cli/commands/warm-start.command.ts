@@ -1,6 +1,5 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import { config } from '../../infra/config.js';
 import { createS3BlobStore } from '../../infra/blob/blob-store.s3.js';
@@ -9,42 +8,51 @@ import { createPgPolicyVersionStore } from '../../infra/postgres/policy-version-
 import { stackUp } from '../../infra/services/stack.js';
 import { connectClient } from '../../infra/temporal/connection.js';
 import { parseQuestions } from '../../activities/learner.activities.js';
+import { parseSftHyperparameters } from '../../gpu/train/train-step.schema.js';
 import { taskQueueName } from '../../workflows/contracts/queues.js';
-import { warmStartStateQuery, warmStartWorkflowType, type WarmStartResult } from '../../workflows/contracts/warm-start.contract.js';
+import { parseTrajectoryInput } from '../../workflows/contracts/trajectory.input.js';
+import { parseWarmStartInput } from '../../workflows/contracts/warm-start.input.js';
+import { warmStartStateQuery, warmStartWorkflowType, type WarmStartResult, type WarmStartState } from '../../workflows/contracts/warm-start.contract.js';
 import { integerFlag, parseFlags, rateFlag } from '../arguments.js';
 import { UsageError, type Command } from '../command.js';
+import { followWorkflow } from '../follow-workflow.js';
+import { preflight } from '../preflight.js';
 import { progressBar } from '../progress.js';
 import { startVersionFlag } from '../start-version.js';
 import { describeProgress, pendingActivityProgress } from '../activity-progress.js';
 
 /** Follow a warm-start run with progress bars (trajectories, then the engine's updates) until it ends. */
 export async function followWarmStart(client: Client, handle: WorkflowHandle, expectedTrajectories: number): Promise<WarmStartResult> {
-  let finished: WarmStartResult | undefined;
-  let failure: unknown;
-  void handle.result().then((result) => { finished = result as WarmStartResult; }, (error: unknown) => { failure = error ?? new Error('warm start failed'); });
   const collecting = progressBar('warm-start trajectories', Math.max(1, expectedTrajectories));
   let collected = false;
   let training: { bar: ReturnType<typeof progressBar>; total: number } | undefined;
-  while (!finished && !failure) {
-    const state = await handle.query(warmStartStateQuery).catch(() => undefined);
-    if (state?.phase === 'collecting') collecting.update(state.finished, `${state.kept} kept · ${state.started - state.finished} in flight`);
-    if (state && state.phase !== 'collecting' && !collected) {
-      collecting.finish(`${state.kept}/${state.finished} kept`);
-      collected = true;
-    }
-    if (state?.phase === 'training') {
-      const progress = await pendingActivityProgress(client, handle, 'sftStep');
-      const total = progress?.of ?? 1;
-      if (training?.total !== total) training = { bar: progressBar('warm-start sft updates', total), total };
-      training.bar.update(progress?.step ?? 0, describeProgress(progress));
-    }
-    await sleep(1000);
-  }
-  if (failure) throw failure;
-  if (!collected) collecting.finish(`${finished!.kept}/${finished!.finished} kept`);
-  training?.bar.finish(`v${finished!.finalVersion}`);
-  return finished!;
+  const finished = await followWorkflow<WarmStartResult, WarmStartState>(handle, {
+    query: warmStartStateQuery,
+    async onState(state) {
+      if (state.phase === 'collecting') collecting.update(state.finished, `${state.kept} kept · ${state.started - state.finished} in flight`);
+      if (state.phase !== 'collecting' && !collected) {
+        collecting.finish(`${state.kept}/${state.finished} kept`);
+        collected = true;
+      }
+      if (state.phase === 'training') {
+        const progress = await pendingActivityProgress(client, handle, 'sftStep');
+        const total = progress?.of ?? 1;
+        if (training?.total !== total) training = { bar: progressBar('warm-start sft updates', total), total };
+        training.bar.update(progress?.step ?? 0, describeProgress(progress));
+      }
+    },
+  });
+  if (!collected) collecting.finish(`${finished.kept}/${finished.finished} kept`);
+  training?.bar.finish(`v${finished.finalVersion}`);
+  return finished;
 }
+
+/** The flag behind each warm-start input field, for preflight refusals. */
+const warmStartFlags = {
+  runId: 'run-id', 'settings.source': 'source', 'settings.samplesPerQuestion': 'samples', 'settings.minReward': 'min-reward',
+  'limits.maxTurns': 'max-turns', 'limits.maxNewTokensPerTurn': 'max-new-tokens',
+  'hyperparameters.learningRate': 'lr', 'hyperparameters.epochs': 'epochs', 'hyperparameters.batchSize': 'batch',
+};
 
 export const warmStartCommand: Command = {
   name: 'warm-start',
@@ -87,27 +95,33 @@ queue, publishing one new policy version. Survives any crash; watch it in the We
     const withGold = rows.filter((row) => row.goldTurns?.length).length;
     if (source === 'gold' && withGold === 0) throw new UsageError('--dataset: no row has "goldTurns"; add gold solution paths or use --source samples');
     const samples = integerFlag(values.samples, 'samples', 4, 1, 256);
+    const runId = values['run-id'] ?? `sft-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+    const datasetKey = `datasets/${runId}/questions.jsonl`;
+    const warmStartInput = {
+      runId, datasetKey, settings: { source, samplesPerQuestion: samples, minReward },
+      trajectory: {
+        limits: { maxTurns: integerFlag(values['max-turns'], 'max-turns', 10, 1, 100_000), maxNewTokensPerTurn: integerFlag(values['max-new-tokens'], 'max-new-tokens', 128, 1, 65_536) },
+        ...(source === 'samples' ? { options: { temperature: 1 } } : {}),
+      },
+      hyperparameters: { learningRate, epochs: integerFlag(values.epochs, 'epochs', 3, 1, 1000), batchSize: integerFlag(values.batch, 'batch', 4, 1, 4096) },
+    };
+    preflight(() => {
+      parseWarmStartInput(warmStartInput);
+      parseTrajectoryInput({ question: 'preflight', ...warmStartInput.trajectory });
+      parseSftHyperparameters(warmStartInput.hyperparameters);
+    }, warmStartFlags);
     const settings = config();
     await stackUp(settings, { workers: true });
     const pool = createPool(settings.postgres.url, 2);
     const blobs = createS3BlobStore(settings);
     try {
       const startVersion = await startVersionFlag(createPgPolicyVersionStore(pool), values['start-version'], 'start-version');
-      const runId = values['run-id'] ?? `sft-${new Date().toISOString().replace(/[:.]/g, '-')}`;
-      const datasetKey = `datasets/${runId}/questions.jsonl`;
       await blobs.put(datasetKey, text, 'application/x-ndjson');
       const client = await connectClient(settings, blobs);
       const workflowId = `warm-start-${runId}`;
       const handle = await client.workflow.start(warmStartWorkflowType, {
         taskQueue: taskQueueName('agent', settings.taskQueuePrefix), workflowId, staticSummary: `warm start ${runId} (${source})`,
-        args: [{
-          runId, datasetKey, startVersion, settings: { source, samplesPerQuestion: samples, minReward },
-          trajectory: {
-            limits: { maxTurns: integerFlag(values['max-turns'], 'max-turns', 10, 1, 100_000), maxNewTokensPerTurn: integerFlag(values['max-new-tokens'], 'max-new-tokens', 128, 1, 65_536) },
-            ...(source === 'samples' ? { options: { temperature: 1 } } : {}),
-          },
-          hyperparameters: { learningRate, epochs: integerFlag(values.epochs, 'epochs', 3, 1, 1000), batchSize: integerFlag(values.batch, 'batch', 4, 1, 4096) },
-        }],
+        args: [{ ...warmStartInput, startVersion }],
       });
       if (settings.temporal.embedded) console.error(`warm start ${workflowId} from v${startVersion} · Web UI http://127.0.0.1:${settings.temporal.uiPort}/namespaces/${settings.temporal.namespace}/workflows/${workflowId}`);
       const result = await followWarmStart(client, handle, source === 'gold' ? withGold : rows.length * samples);

@@ -8,6 +8,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { z } from 'zod';
 import { repoRoot } from '../../infra/paths.js';
+import { errorTypes, LonghaulError } from '../../workflows/contracts/errors.js';
 
 const run = promisify(execFile);
 
@@ -36,22 +37,14 @@ export const modelManifestSchema = z.object({
 
 export type ModelManifest = z.infer<typeof modelManifestSchema>;
 
-export class ModelFilesError extends Error {
-  readonly code = 'MODEL_FILES_INVALID';
-  constructor(message: string) {
-    super(message);
-    this.name = 'ModelFilesError';
-  }
-}
-
 /** Read and validate a prepared folder's manifest; names the folder and field when it is wrong. */
 export function readManifest(modelDir: string): ModelManifest {
   const file = path.join(modelDir, manifestFileName);
-  if (!fs.existsSync(file)) throw new ModelFilesError(`${modelDir} is not a prepared model folder (no ${manifestFileName}); run \`longhaul model prepare\``);
+  if (!fs.existsSync(file)) throw new LonghaulError(errorTypes.invalidInput, `${modelDir} is not a prepared model folder (no ${manifestFileName}); run \`longhaul model prepare\``);
   const parsed = modelManifestSchema.safeParse(JSON.parse(fs.readFileSync(file, 'utf8')) as unknown);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
-    throw new ModelFilesError(`${file}: ${issue.path.join('.')}: ${issue.message}`);
+    throw new LonghaulError(errorTypes.invalidInput, `${file}: ${issue.path.join('.')}: ${issue.message}`);
   }
   return parsed.data;
 }
@@ -87,7 +80,7 @@ export async function ensurePreparedModel(options: PrepareOptions): Promise<{ ma
     await child;
   } catch (error) {
     const stderr = (error as { stderr?: string }).stderr ?? '';
-    throw new ModelFilesError(`model preparation failed: ${(error as Error).message.split('\n')[0]}\n${stderr.split('\n').slice(-15).join('\n')}`);
+    throw new LonghaulError(errorTypes.invalidInput, `model preparation failed: ${(error as Error).message.split('\n')[0]}\n${stderr.split('\n').slice(-15).join('\n')}`);
   }
   return { manifest: readManifest(options.out), built: true };
 }

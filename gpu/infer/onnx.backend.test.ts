@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { InvalidGenerateRequestError } from '../../activities/ports/policy-request.schema.js';
 import { createOnnxBackend, type OnnxBackend } from './onnx.backend.js';
 import { pythonJson, tinyModelDir } from '../../test/doubles/test-model.js';
+import { errorTypes, LonghaulError } from '../../workflows/contracts/errors.js';
 
 /** Log-probabilities of `generated` after `prompt` under the PyTorch model (safetensors), for comparison. */
 const pythonLogprobs = `
@@ -123,10 +123,10 @@ describe('the onnx policy backend on the tiny model', () => {
 
   it('rejects bad requests with an error naming the field', async () => {
     await assert.rejects(backend.generate({ prompt, maxNewTokens: 0 }), (error: unknown) =>
-      error instanceof InvalidGenerateRequestError && error.message === 'maxNewTokens: Too small: expected number to be >=1');
+      (error instanceof LonghaulError && error.code === errorTypes.invalidInput) && error.message === 'maxNewTokens: Too small: expected number to be >=1');
     await assert.rejects(backend.generate({ prompt: '', maxNewTokens: 3 }), (error: unknown) =>
-      error instanceof InvalidGenerateRequestError && error.message === 'prompt: empty prompt and no messages');
+      (error instanceof LonghaulError && error.code === errorTypes.invalidInput) && error.message === 'prompt: empty prompt and no messages');
     await assert.rejects(backend.generate({ prompt, maxNewTokens: 3, prefixTokenIds: [99_999_999] }), (error: unknown) =>
-      error instanceof RangeError && error.message === 'prefixTokenIds: token id 99999999 is outside the vocabulary (0..49151)');
+      error instanceof LonghaulError && error.code === errorTypes.invalidInput && error.message === 'prefixTokenIds: token id 99999999 is outside the vocabulary (0..49151)');
   });
 });

@@ -7,12 +7,13 @@
  */
 import path from 'node:path';
 import type { GenerateRequest, GenerateResult, PolicyBackend } from '../../activities/ports/policy.port.js';
-import { InvalidGenerateRequestError, parseGenerateRequest } from '../../activities/ports/policy-request.schema.js';
+import { parseGenerateRequest } from '../../activities/ports/policy-request.schema.js';
 import { renderChat } from './chat-template.js';
 import { readManifest } from './model-files.js';
 import { OnnxModel, type ExecutionProvider } from './onnx-model.js';
 import { chooseToken, seededRandom, tokenLogprob } from './sampling.js';
 import { BpeTokenizer } from './tokenizer.js';
+import { errorTypes, LonghaulError } from '../../workflows/contracts/errors.js';
 
 export interface OnnxBackendOptions {
   /** A folder prepared by `longhaul model prepare`. */
@@ -60,10 +61,10 @@ export async function createOnnxBackend(options: OnnxBackendOptions): Promise<On
     async generate(rawRequest, signal, onToken) {
       const request = parseGenerateRequest(rawRequest);
       for (const id of request.prefixTokenIds ?? []) {
-        if (id >= manifest.vocabSize) throw new RangeError(`prefixTokenIds: token id ${id} is outside the vocabulary (0..${manifest.vocabSize - 1})`);
+        if (id >= manifest.vocabSize) throw new LonghaulError(errorTypes.invalidInput, `prefixTokenIds: token id ${id} is outside the vocabulary (0..${manifest.vocabSize - 1})`);
       }
       const prompt = promptTokenIds(request);
-      if (prompt.length === 0) throw new InvalidGenerateRequestError('prompt: encodes to no tokens (the model needs at least one prompt token)');
+      if (prompt.length === 0) throw new LonghaulError(errorTypes.invalidInput, 'prompt: encodes to no tokens (the model needs at least one prompt token)');
       const generator = { model, tokenizer, stopTokenIds, version: options.version };
       return request.forcedText === undefined ? generate(generator, request, prompt, signal, onToken) : score(generator, request, request.forcedText, prompt);
     },
@@ -125,7 +126,7 @@ async function generate(generator: Generator, request: GenerateRequest, promptTo
 async function score(generator: Generator, request: GenerateRequest, forcedText: string, promptTokenIds: number[]): Promise<GenerateResult> {
   const { model, version } = generator;
   const tokenIds = generator.tokenizer.encode(forcedText);
-  if (tokenIds.length === 0) throw new InvalidGenerateRequestError('forcedText: encodes to no tokens');
+  if (tokenIds.length === 0) throw new LonghaulError(errorTypes.invalidInput, 'forcedText: encodes to no tokens');
   const from = promptTokenIds.length - 1;
   const { logits } = await model.step([...promptTokenIds, ...tokenIds], model.emptyCache(), from);
   const logprobs = tokenIds.map((tokenId, index) => tokenLogprob(model.row(logits, index), tokenId, request.temperature ?? 0));

@@ -12,8 +12,8 @@ import http from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import type { GenerateRequest, GenerateResult } from '../../activities/ports/policy.port.js';
-import { InvalidGenerateRequestError } from '../../activities/ports/policy-request.schema.js';
 import type { OnnxBackend, StreamedToken } from './onnx.backend.js';
+import { errorTypes, LonghaulError } from '../../workflows/contracts/errors.js';
 
 const common = {
   model: z.string().optional(),
@@ -51,7 +51,7 @@ export interface OpenAIServerOptions {
 export function createOpenAIServer(options: OpenAIServerOptions): http.Server {
   return http.createServer((request, response) => {
     handle(options, request, response).catch((error: unknown) => {
-      const status = error instanceof BadRequest || error instanceof InvalidGenerateRequestError || error instanceof RangeError ? 400 : 500;
+      const status = error instanceof BadRequest || (error instanceof LonghaulError && error.code === errorTypes.invalidInput) ? 400 : 500;
       const param = error instanceof BadRequest ? error.param : null;
       send(response, status, { error: { message: (error as Error).message, type: status === 400 ? 'invalid_request_error' : 'server_error', param } });
     });

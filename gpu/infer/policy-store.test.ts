@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { PolicyVersionRow, PolicyVersionStore } from '../../activities/ports/policy-version-store.port.js';
-import { PolicyVersionError, runStartVersion } from './policy-store.js';
+import { runStartVersion } from './policy-store.js';
+import { errorTypes, LonghaulError } from '../../workflows/contracts/errors.js';
 
 /** The registry's contract in memory (insert once, highest is latest); Postgres is covered by policy.test. */
 function memoryStore(rows: PolicyVersionRow[]): PolicyVersionStore & { rows: PolicyVersionRow[] } {
@@ -32,7 +33,7 @@ test('a run starts from the latest version, or from a fork of an older one regis
   assert.deepEqual(fork.files, store.rows[1]!.files);
   assert.equal(fork.parentVersion, 1);
   assert.deepEqual(fork.manifest, { name: 'm', forkedFrom: 1 }); // not a training output of run r
-  await assert.rejects(runStartVersion(store, 9), (error: unknown) => error instanceof PolicyVersionError && /policy version 9 is not registered \(the latest is 3\)/.test(error.message));
+  await assert.rejects(runStartVersion(store, 9), (error: unknown) => (error instanceof LonghaulError && error.code === errorTypes.invalidInput) && /policy version 9 is not registered \(the latest is 3\)/.test(error.message));
   await assert.rejects(runStartVersion(memoryStore([])), /no policy version is registered yet; run `longhaul model prepare` first/);
 });
 

@@ -10,14 +10,7 @@ import path from 'node:path';
 import type { BlobStore } from '../../activities/ports/blob-store.port.js';
 import type { PolicyFile, PolicyVersionRow, PolicyVersionStore } from '../../activities/ports/policy-version-store.port.js';
 import { manifestFileName, modelFiles, readManifest } from './model-files.js';
-
-export class PolicyVersionError extends Error {
-  readonly code = 'POLICY_VERSION_INVALID';
-  constructor(message: string) {
-    super(message);
-    this.name = 'PolicyVersionError';
-  }
-}
+import { errorTypes, LonghaulError } from '../../workflows/contracts/errors.js';
 
 export const policyBlobPrefix = (version: number) => `policies/v${String(version).padStart(6, '0')}/`;
 
@@ -45,7 +38,7 @@ export async function publishPolicyVersion(options: PublishOptions): Promise<{ r
   }
   const existing = await options.versions.get(options.version);
   if (existing) {
-    if (!sameFiles(existing.files, files)) throw new PolicyVersionError(`policy version ${options.version} is already registered with different files; publish under a new version`);
+    if (!sameFiles(existing.files, files)) throw new LonghaulError(errorTypes.invalidInput, `policy version ${options.version} is already registered with different files; publish under a new version`);
     return { row: existing, published: false };
   }
   for (const file of files) {
@@ -77,7 +70,7 @@ export interface MaterializeOptions {
 export async function materializePolicyVersion(options: MaterializeOptions): Promise<{ dir: string; row: PolicyVersionRow }> {
   const row = options.version === undefined ? await options.versions.latest() : await options.versions.get(options.version);
   if (!row) {
-    throw new PolicyVersionError(options.version === undefined
+    throw new LonghaulError(errorTypes.notFound, options.version === undefined
       ? 'no policy version is registered; run `longhaul model prepare` (it publishes version 0)'
       : `policy version ${options.version} is not registered`);
   }
@@ -88,7 +81,7 @@ export async function materializePolicyVersion(options: MaterializeOptions): Pro
   fs.mkdirSync(staging, { recursive: true });
   for (const file of row.files) {
     const body = await options.blobs.get(row.blobPrefix + file.name);
-    if (sha256(body) !== file.sha256) throw new PolicyVersionError(`policy version ${row.version}: ${file.name} does not match its registered sha256`);
+    if (sha256(body) !== file.sha256) throw new LonghaulError(errorTypes.corrupt, `policy version ${row.version}: ${file.name} does not match its registered sha256`);
     fs.writeFileSync(path.join(staging, file.name), body);
   }
   fs.rmSync(dir, { recursive: true, force: true });
@@ -104,10 +97,10 @@ export async function materializePolicyVersion(options: MaterializeOptions): Pro
 export async function runStartVersion(versions: PolicyVersionStore, requested?: number): Promise<{ version: number; forkedFrom: number | null }> {
   for (;;) {
     const latest = await versions.latest();
-    if (!latest) throw new PolicyVersionError('no policy version is registered yet; run `longhaul model prepare` first');
+    if (!latest) throw new LonghaulError(errorTypes.invalidInput, 'no policy version is registered yet; run `longhaul model prepare` first');
     if (requested === undefined || requested === latest.version) return { version: latest.version, forkedFrom: null };
     const base = await versions.get(requested);
-    if (!base) throw new PolicyVersionError(`policy version ${requested} is not registered (the latest is ${latest.version})`);
+    if (!base) throw new LonghaulError(errorTypes.invalidInput, `policy version ${requested} is not registered (the latest is ${latest.version})`);
     const manifest = Object.fromEntries(Object.entries(base.manifest).filter(([key]) => key !== 'training')); // a fork is no training output
     const row: PolicyVersionRow = {
       version: latest.version + 1, name: base.name, blobPrefix: base.blobPrefix, files: base.files, manifest: { ...manifest, forkedFrom: requested }, parentVersion: requested,

@@ -3,7 +3,8 @@ import path from 'node:path';
 import { before, describe, it } from 'node:test';
 import { renderChat, type ChatMessage } from './chat-template.js';
 import { pythonJson, tinyModelDir } from '../../test/doubles/test-model.js';
-import { BpeTokenizer, TokenizerError } from './tokenizer.js';
+import { BpeTokenizer } from './tokenizer.js';
+import { errorTypes, LonghaulError } from '../../workflows/contracts/errors.js';
 
 const samples = [
   'The capital of France is Paris.',
@@ -54,11 +55,11 @@ describe('the byte-level BPE tokenizer', () => {
 
   it('names the bad token id when asked to decode one outside the vocabulary', () => {
     assert.throws(() => tokenizer.decode([49152]), (error: unknown) =>
-      error instanceof TokenizerError && error.message === 'token id 49152 is outside the vocabulary (0..49151)');
+      (error instanceof LonghaulError && error.code === errorTypes.invalidInput) && error.message === 'token id 49152 is outside the vocabulary (0..49151)');
   });
 
   it('rejects a tokenizer file that is not BPE, naming the field', () => {
     assert.throws(() => new BpeTokenizer({ model: { type: 'WordPiece', vocab: {}, merges: [] } }), (error: unknown) =>
-      error instanceof TokenizerError && error.message.startsWith('tokenizer.json: model.type:'));
+      (error instanceof LonghaulError && error.code === errorTypes.invalidInput) && error.message.startsWith('tokenizer.json: model.type:'));
   });
 });

@@ -6,6 +6,7 @@
  */
 import fs from 'node:fs';
 import { z } from 'zod';
+import { errorTypes, LonghaulError } from '../../workflows/contracts/errors.js';
 
 const tokenizerFileSchema = z.object({
   added_tokens: z.array(z.object({ id: z.number().int(), content: z.string(), special: z.boolean().nullish() })).default([]),
@@ -29,14 +30,6 @@ function byteToCharacterTable(): string[] {
   return table;
 }
 
-export class TokenizerError extends Error {
-  readonly code = 'TOKENIZER_INVALID';
-  constructor(message: string) {
-    super(message);
-    this.name = 'TokenizerError';
-  }
-}
-
 export class BpeTokenizer {
   private readonly byteToChar = byteToCharacterTable();
   private readonly charToByte = new Map(this.byteToChar.map((char, byte) => [char, byte]));
@@ -51,7 +44,7 @@ export class BpeTokenizer {
     const parsed = tokenizerFileSchema.safeParse(file);
     if (!parsed.success) {
       const issue = parsed.error.issues[0]!;
-      throw new TokenizerError(`tokenizer.json: ${issue.path.join('.')}: ${issue.message}`);
+      throw new LonghaulError(errorTypes.invalidInput, `tokenizer.json: ${issue.path.join('.')}: ${issue.message}`);
     }
     const { model, added_tokens: added } = parsed.data;
     this.tokenToId = new Map(Object.entries(model.vocab));
@@ -95,7 +88,7 @@ export class BpeTokenizer {
   /** The UTF-8 bytes a token stands for (special tokens: their text). */
   tokenBytes(id: number): Buffer {
     const token = this.idToToken[id];
-    if (token === undefined) throw new TokenizerError(`token id ${id} is outside the vocabulary (0..${this.idToToken.length - 1})`);
+    if (token === undefined) throw new LonghaulError(errorTypes.invalidInput, `token id ${id} is outside the vocabulary (0..${this.idToToken.length - 1})`);
     if (this.special.has(token)) return Buffer.from(token, 'utf8');
     const bytes: number[] = [];
     for (const char of token) {
@@ -134,7 +127,7 @@ export class BpeTokenizer {
     }
     const ids = parts.map((part) => {
       const id = this.tokenToId.get(part);
-      if (id === undefined) throw new TokenizerError(`no token for "${part}" after merges`);
+      if (id === undefined) throw new LonghaulError(errorTypes.invalidInput, `no token for "${part}" after merges`);
       return id;
     });
     if (this.wordCache.size < 100_000) this.wordCache.set(word, ids);

@@ -1,13 +1,14 @@
 /**
  * Reads a claimed batch (trajectory rows + record blobs) and turns it into engine samples, refusing
- * anything wrong with an InvalidBatchError before the engine is started.
+ * anything wrong with a LonghaulInvalidInput error before the engine is started.
  */
 import { z } from 'zod';
 import type { BlobStore } from '../../activities/ports/blob-store.port.js';
 import type { TrajectoryStore } from '../../activities/ports/trajectory-store.port.js';
 import type { RlSample, SftSample } from './manifest.js';
 import { trainingRecordSchema, type TrainingRecord } from '../../activities/ports/trajectory-record.schema.js';
-import { InvalidBatchError, rlSamples, sftSamples, type SampleRules } from './samples.js';
+import { rlSamples, sftSamples, type SampleRules } from './samples.js';
+import { errorTypes, LonghaulError } from '../../workflows/contracts/errors.js';
 
 export interface BatchSource {
   readonly blobs: BlobStore;
@@ -22,21 +23,21 @@ async function readRecord(source: BatchSource, runId: string, id: string, index:
   } catch (error) {
     if (!(error instanceof z.ZodError)) throw error;
     const issue = error.issues[0]!;
-    throw new InvalidBatchError(`${where}: its stored row is invalid: ${issue.path.join('.')}: ${issue.message}`);
+    throw new LonghaulError(errorTypes.invalidInput, `${where}: its stored row is invalid: ${issue.path.join('.')}: ${issue.message}`);
   }
-  if (!row) throw new InvalidBatchError(`${where}: no finished trajectory with this id`);
-  if (row.runId !== runId) throw new InvalidBatchError(`${where}: belongs to run "${row.runId}", not "${runId}"`);
-  if (!Number.isFinite(row.reward)) throw new InvalidBatchError(`${where}: reward is ${row.reward}, must be a finite number`);
+  if (!row) throw new LonghaulError(errorTypes.invalidInput, `${where}: no finished trajectory with this id`);
+  if (row.runId !== runId) throw new LonghaulError(errorTypes.invalidInput, `${where}: belongs to run "${row.runId}", not "${runId}"`);
+  if (!Number.isFinite(row.reward)) throw new LonghaulError(errorTypes.invalidInput, `${where}: reward is ${row.reward}, must be a finite number`);
   let document: unknown;
   try {
     document = JSON.parse((await source.blobs.get(row.recordKey)).toString('utf8'));
   } catch (error) {
-    throw new InvalidBatchError(`${where}: record ${row.recordKey} is unreadable (${(error as Error).message})`);
+    throw new LonghaulError(errorTypes.invalidInput, `${where}: record ${row.recordKey} is unreadable (${(error as Error).message})`);
   }
   const parsed = trainingRecordSchema.safeParse(document);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
-    throw new InvalidBatchError(`${where}: record ${row.recordKey}: ${issue.path.join('.')}: ${issue.message}`);
+    throw new LonghaulError(errorTypes.invalidInput, `${where}: record ${row.recordKey}: ${issue.path.join('.')}: ${issue.message}`);
   }
   return parsed.data;
 }
@@ -56,15 +57,15 @@ export function batchRlSamples(records: readonly TrainingRecord[], rules: Sample
     const sizes = new Map<string, number>();
     for (const record of records) sizes.set(record.questionId || record.trajectoryId, (sizes.get(record.questionId || record.trajectoryId) ?? 0) + 1);
     const lone = [...sizes].find(([, size]) => size < 2);
-    if (lone) throw new InvalidBatchError(`trajectoryIds: question ${lone[0]} has ${lone[1]} trajectory in the batch, hyperparameters.ppo.groupNormalise needs at least 2 per group (G >= 2)`);
+    if (lone) throw new LonghaulError(errorTypes.invalidInput, `trajectoryIds: question ${lone[0]} has ${lone[1]} trajectory in the batch, hyperparameters.ppo.groupNormalise needs at least 2 per group (G >= 2)`);
   }
   const samples = records.flatMap((record, index) => rlSamples(record, `trajectoryIds[${index}] (${record.trajectoryId})`, rules));
-  if (samples.length === 0) throw new InvalidBatchError('trajectoryIds: no trajectory has a generated token to train on');
+  if (samples.length === 0) throw new LonghaulError(errorTypes.invalidInput, 'trajectoryIds: no trajectory has a generated token to train on');
   return samples;
 }
 
 export function batchSftSamples(records: readonly TrainingRecord[]): SftSample[] {
   const samples = records.flatMap((record, index) => sftSamples(record, `trajectoryIds[${index}] (${record.trajectoryId})`));
-  if (samples.length === 0) throw new InvalidBatchError('trajectoryIds: no trajectory has a generated token to train on');
+  if (samples.length === 0) throw new LonghaulError(errorTypes.invalidInput, 'trajectoryIds: no trajectory has a generated token to train on');
   return samples;
 }

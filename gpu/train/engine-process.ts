@@ -1,7 +1,7 @@
 /**
  * Runs one engine command (`python -m longhaul_engine.train|sft --manifest …`) as a child process:
  * its stdout JSON lines become events, `done` resolves with the metrics, an `error` line (exit 2)
- * rejects with an EngineRefusal of the engine's stable type, anything else with an EngineCrash
+ * rejects with a non-retryable LonghaulError of the engine's stable type, anything else with a retryable one
  * carrying the end of stderr. Aborting the signal terminates the child (SIGTERM, then SIGKILL).
  */
 import { spawn } from 'node:child_process';
@@ -9,23 +9,11 @@ import path from 'node:path';
 import readline from 'node:readline';
 import { z } from 'zod';
 import { repoRoot } from '../../infra/paths.js';
+import { errorTypes, LonghaulError } from '../../workflows/contracts/errors.js';
 
-/** The engine refused the batch (LonghaulInvalidInput) or found a corrupt checkpoint (LonghaulCorrupt). */
-export class EngineRefusal extends Error {
-  readonly code = 'ENGINE_REFUSAL';
-  constructor(readonly type: string, message: string) {
-    super(message);
-    this.name = 'EngineRefusal';
-  }
-}
-
-/** The engine died without a verdict (killed, out of memory, a bug). Worth a retry. */
-export class EngineCrash extends Error {
-  readonly code = 'ENGINE_CRASH';
-  constructor(message: string) {
-    super(message);
-    this.name = 'EngineCrash';
-  }
+/** The engine refused the batch (LonghaulInvalidInput) or found a corrupt checkpoint (LonghaulCorrupt): never retried. */
+function engineRefusal(type: unknown, message: unknown): LonghaulError {
+  return new LonghaulError(type === errorTypes.corrupt ? errorTypes.corrupt : errorTypes.invalidInput, `engine refused: ${String(message ?? 'engine refused the batch')}`);
 }
 
 const eventSchema = z.object({ event: z.string() }).passthrough();
@@ -82,14 +70,14 @@ export function runEngine(options: EngineRunOptions): Promise<Record<string, unk
       killTimer = setTimeout(() => child.kill('SIGKILL'), options.killGraceMs ?? 5000);
     };
     options.signal.addEventListener('abort', abort, { once: true });
-    child.once('error', (error) => reject(new EngineCrash(`engine could not start (${options.python}): ${error.message}`)));
+    child.once('error', (error) => reject(new LonghaulError(errorTypes.unavailable, `engine could not start (${options.python}): ${error.message}`)));
     child.once('close', (code, signalName) => {
       options.signal.removeEventListener('abort', abort);
       clearTimeout(killTimer);
       if (options.signal.aborted) reject(options.signal.reason instanceof Error ? options.signal.reason : new Error('aborted'));
       else if (code === 0 && done) resolve(z.record(z.string(), z.unknown()).catch({}).parse(done.metrics));
-      else if (refusal) reject(new EngineRefusal(String(refusal.type ?? 'LonghaulInvalidInput'), String(refusal.message ?? 'engine refused the batch')));
-      else reject(new EngineCrash(`engine exited with ${signalName ?? `code ${code}`} before finishing:\n${stderr.trim().split('\n').slice(-12).join('\n')}`));
+      else if (refusal) reject(engineRefusal(refusal.type, refusal.message));
+      else reject(new LonghaulError(errorTypes.unavailable, `engine exited with ${signalName ?? `code ${code}`} before finishing:\n${stderr.trim().split('\n').slice(-12).join('\n')}`));
     });
   });
 }

@@ -15,8 +15,9 @@ import { repoRoot } from '../../infra/paths.js';
 import { testPython } from '../../test/doubles/test-model.js';
 import { batchManifestSchema, manifestJsonSchemaPath, manifestJsonSchemaText, type BatchManifest } from './manifest.js';
 import type { TrainingRecord } from '../../activities/ports/trajectory-record.schema.js';
-import { InvalidBatchError, rlSamples, sftSamples } from './samples.js';
+import { rlSamples, sftSamples } from './samples.js';
 import { defaultRlHyperparameters, defaultSftHyperparameters } from './train-step.schema.js';
+import { errorTypes, LonghaulError } from '../../workflows/contracts/errors.js';
 
 const run = promisify(execFile);
 
@@ -90,10 +91,10 @@ describe('the batch manifest contract', () => {
     const record = twoTurnRecord('t1', 'q1', 1);
     const short = { ...record, turnRecords: [{ ...record.turnRecords[0]!, logprobs: [-0.5] }] };
     assert.throws(() => rlSamples(short, 'trajectoryIds[0] (t1)', { baseVersion: 3, eta: 4 }),
-      new InvalidBatchError('trajectoryIds[0] (t1): turn 0: logprobs has 1 entries but tokenIds has 2'));
-    assert.throws(() => rlSamples({ ...record, reward: Number.NaN }, 'x', { baseVersion: 3, eta: 4 }), new InvalidBatchError('x: reward is NaN, must be a finite number'));
+      new LonghaulError(errorTypes.invalidInput, 'trajectoryIds[0] (t1): turn 0: logprobs has 1 entries but tokenIds has 2'));
+    assert.throws(() => rlSamples({ ...record, reward: Number.NaN }, 'x', { baseVersion: 3, eta: 4 }), new LonghaulError(errorTypes.invalidInput, 'x: reward is NaN, must be a finite number'));
     assert.throws(() => rlSamples(twoTurnRecord('t1', 'q1', 1, 0), 'x', { baseVersion: 3, eta: 2 }),
-      new InvalidBatchError('x: turn 0: tokenVersions[0] is 0, staler than eta 2 allows at base version 3'));
+      new LonghaulError(errorTypes.invalidInput, 'x: turn 0: tokenVersions[0] is 0, staler than eta 2 allows at base version 3'));
   });
 
   it('builds rl and sft manifests that the zod schema and the Python engine both accept', async () => {

@@ -1,5 +1,5 @@
 /**
- * Trajectory records (activities/ports/trajectory-record.schema.ts, the fields training picks) → engine samples. Pure code: every refusal is an InvalidBatchError naming the trajectory and field.
+ * Trajectory records (activities/ports/trajectory-record.schema.ts, the fields training picks) → engine samples. Pure code: every refusal is a LonghaulInvalidInput error naming the trajectory and field.
  *
  * How a multi-turn record becomes samples: turns are concatenated into one sequence while each
  * turn's prompt starts with the sequence so far (the usual full-history context): the prompt's new
@@ -13,14 +13,7 @@
  */
 import type { TrainingRecord } from '../../activities/ports/trajectory-record.schema.js';
 import type { RlSample, SftSample } from './manifest.js';
-
-export class InvalidBatchError extends Error {
-  readonly code = 'INVALID_BATCH';
-  constructor(message: string) {
-    super(message);
-    this.name = 'InvalidBatchError';
-  }
-}
+import { errorTypes, LonghaulError } from '../../workflows/contracts/errors.js';
 
 /** Tolerance above 0 for a behaviour logprob (rounding); the engine uses the same. */
 const logprobTolerance = 1e-4;
@@ -49,24 +42,24 @@ function push(sequence: Sequence, tokens: readonly number[], turn: number, gener
 function checkTurn(where: string, turn: TrainingRecord['turnRecords'][number], rules: SampleRules | null): void {
   const length = turn.tokenIds.length;
   for (const [name, values] of [['logprobs', turn.logprobs], ['tokenVersions', turn.tokenVersions]] as const) {
-    if (values.length !== length) throw new InvalidBatchError(`${where}: turn ${turn.turn}: ${name} has ${values.length} entries but tokenIds has ${length}`);
+    if (values.length !== length) throw new LonghaulError(errorTypes.invalidInput, `${where}: turn ${turn.turn}: ${name} has ${values.length} entries but tokenIds has ${length}`);
   }
   turn.logprobs.forEach((logprob, index) => {
-    if (logprob === null || !Number.isFinite(logprob)) throw new InvalidBatchError(`${where}: turn ${turn.turn}: logprobs[${index}] is ${String(logprob)}, must be a finite number`);
-    if (logprob > logprobTolerance) throw new InvalidBatchError(`${where}: turn ${turn.turn}: logprobs[${index}] is ${logprob}, a logprob must be <= 0`);
+    if (logprob === null || !Number.isFinite(logprob)) throw new LonghaulError(errorTypes.invalidInput, `${where}: turn ${turn.turn}: logprobs[${index}] is ${String(logprob)}, must be a finite number`);
+    if (logprob > logprobTolerance) throw new LonghaulError(errorTypes.invalidInput, `${where}: turn ${turn.turn}: logprobs[${index}] is ${logprob}, a logprob must be <= 0`);
   });
   if (rules === null) return;
   turn.tokenVersions.forEach((version, index) => {
     if (version < 0 || version > rules.baseVersion) {
-      throw new InvalidBatchError(`${where}: turn ${turn.turn}: tokenVersions[${index}] is ${version}, must be a version in 0..${rules.baseVersion} (the base version)`);
+      throw new LonghaulError(errorTypes.invalidInput, `${where}: turn ${turn.turn}: tokenVersions[${index}] is ${version}, must be a version in 0..${rules.baseVersion} (the base version)`);
     }
     if (rules.baseVersion - version > rules.eta) {
-      throw new InvalidBatchError(`${where}: turn ${turn.turn}: tokenVersions[${index}] is ${version}, staler than eta ${rules.eta} allows at base version ${rules.baseVersion}`);
+      throw new LonghaulError(errorTypes.invalidInput, `${where}: turn ${turn.turn}: tokenVersions[${index}] is ${version}, staler than eta ${rules.eta} allows at base version ${rules.baseVersion}`);
     }
   });
 }
 
-/** The record's turns as sequences (see the module comment); throws InvalidBatchError. */
+/** The record's turns as sequences (see the module comment); throws LonghaulInvalidInput errors. */
 export function recordSequences(record: TrainingRecord, where: string, rules: SampleRules | null): Sequence[] {
   const sequences: Sequence[] = [];
   let current: Sequence | undefined;
@@ -97,7 +90,7 @@ const sampleId = (trajectoryId: string, index: number, count: number) => (count 
 
 /** RL samples of one trajectory; its group is the question id. */
 export function rlSamples(record: TrainingRecord, where: string, rules: SampleRules): RlSample[] {
-  if (!Number.isFinite(record.reward)) throw new InvalidBatchError(`${where}: reward is ${String(record.reward)}, must be a finite number`);
+  if (!Number.isFinite(record.reward)) throw new LonghaulError(errorTypes.invalidInput, `${where}: reward is ${String(record.reward)}, must be a finite number`);
   const reward = record.reward;
   const sequences = recordSequences(record, where, rules);
   return sequences.map((sequence, index) => ({

@@ -16,13 +16,13 @@ import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activ
 import type { BlobStore } from '../../activities/ports/blob-store.port.js';
 import type { PolicyVersionRow, PolicyVersionStore } from '../../activities/ports/policy-version-store.port.js';
 import type { TrajectoryStore } from '../../activities/ports/trajectory-store.port.js';
-import { errorTypes } from '../../workflows/contracts/errors.js';
+import { toApplicationFailure } from '../../workflows/contracts/application-failure.js';
+import { errorTypes, LonghaulError } from '../../workflows/contracts/errors.js';
 import { batchRlSamples, batchSftSamples, readBatch } from './batch.js';
-import { EngineRefusal, runEngine, type EngineEvent } from './engine-process.js';
+import { runEngine, type EngineEvent } from './engine-process.js';
 import { batchManifestSchema, type BatchManifest } from './manifest.js';
-import { InvalidBatchError } from './samples.js';
-import { parseSftStepInput, parseTrainStepInput } from './train-step.schema.js';
-import { CorruptVersionError, publishTrainedVersion, stageVersion, trainingOf, VersionTakenError, versionFolderName } from './version-files.js';
+import { parseCheckHyperparametersInput, parseSftStepInput, parseTrainStepInput } from './train-step.schema.js';
+import { publishTrainedVersion, stageVersion, trainingOf, versionFolderName, versionTaken } from './version-files.js';
 
 export interface TrainActivityDependencies {
   readonly blobs: BlobStore;
@@ -64,12 +64,24 @@ interface StepPlan {
   readonly manifest: (modelDir: string, outputDir: string) => BatchManifest;
 }
 
+/**
+ * Refuse at a run's start what trainStep or sftStep would refuse only after a batch of rollouts: the
+ * same schema, no model or store touched (so test workers with a fake trainStep register it too).
+ */
+export async function checkHyperparameters(raw: unknown): Promise<void> {
+  try {
+    parseCheckHyperparametersInput(raw);
+  } catch (error) {
+    throw toApplicationFailure(error, 'checkHyperparameters');
+  }
+}
+
 export function createTrainActivities(deps: TrainActivityDependencies) {
   const cacheRoot = path.join(deps.home, 'models', 'train');
 
   async function registeredBase(version: number): Promise<PolicyVersionRow> {
     const row = await deps.versions.get(version);
-    if (!row) throw new InvalidBatchError(`baseVersion: unknown policy version ${version} (not registered)`);
+    if (!row) throw new LonghaulError(errorTypes.invalidInput, `baseVersion: unknown policy version ${version} (not registered)`);
     return row;
   }
 
@@ -77,7 +89,7 @@ export function createTrainActivities(deps: TrainActivityDependencies) {
     const row = await deps.versions.get(plan.outputVersion);
     if (!row) return undefined;
     const owner = trainingOf(row);
-    if (owner?.runId !== plan.runId || owner.step !== plan.step || owner.kind !== plan.kind) throw new VersionTakenError(plan.outputVersion, row);
+    if (owner?.runId !== plan.runId || owner.step !== plan.step || owner.kind !== plan.kind) throw versionTaken(plan.outputVersion, row);
     return { version: row.version, metrics: owner.metrics, modelKey: row.blobPrefix, trained: false };
   }
 
@@ -122,7 +134,7 @@ export function createTrainActivities(deps: TrainActivityDependencies) {
       return (await alreadyPublished(plan)) ?? (await train(plan, beat, context.cancellationSignal));
     } catch (error) {
       if (context.cancellationSignal.aborted && !(error instanceof ApplicationFailure)) throw new CancelledFailure(`${activity} cancelled; the engine was stopped`);
-      throw asFailure(activity, error);
+      throw toApplicationFailure(error, activity);
     } finally {
       clearInterval(timer);
     }
@@ -147,6 +159,8 @@ export function createTrainActivities(deps: TrainActivityDependencies) {
       });
     },
 
+    checkHyperparameters,
+
     /** Supervised warm start on validated trajectories (cross-entropy on their generated tokens), through the same path. */
     async sftStep(raw: unknown): Promise<TrainStepOutput> {
       return runStep('sftStep', async () => {
@@ -163,18 +177,6 @@ export function createTrainActivities(deps: TrainActivityDependencies) {
       });
     },
   };
-}
-
-/** Refusals are final; a crash or an unreachable store is retried with the activity's backoff. */
-function asFailure(activity: string, error: unknown): unknown {
-  if (error instanceof ApplicationFailure || error instanceof CancelledFailure) return error;
-  const message = `${activity}: ${error instanceof Error ? error.message : String(error)}`;
-  if (error instanceof InvalidBatchError || error instanceof VersionTakenError) return ApplicationFailure.nonRetryable(message, errorTypes.invalidInput);
-  if (error instanceof CorruptVersionError) return ApplicationFailure.nonRetryable(message, errorTypes.corrupt);
-  if (error instanceof EngineRefusal) {
-    return ApplicationFailure.nonRetryable(`${activity}: engine refused: ${error.message}`, error.type === errorTypes.corrupt ? errorTypes.corrupt : errorTypes.invalidInput);
-  }
-  return ApplicationFailure.retryable(message, errorTypes.unavailable);
 }
 
 export type TrainActivities = ReturnType<typeof createTrainActivities>;

@@ -12,14 +12,7 @@ import { z } from 'zod';
 import type { BlobStore } from '../../activities/ports/blob-store.port.js';
 import type { PolicyFile, PolicyVersionRow, PolicyVersionStore } from '../../activities/ports/policy-version-store.port.js';
 import { manifestFileName, modelFiles } from '../infer/model-files.js';
-
-export class CorruptVersionError extends Error {
-  readonly code = 'CORRUPT_VERSION';
-  constructor(message: string) {
-    super(message);
-    this.name = 'CorruptVersionError';
-  }
-}
+import { errorTypes, LonghaulError } from '../../workflows/contracts/errors.js';
 
 /** Provenance of a trained version, stored in its row's manifest. */
 export const trainingRecordSchema = z.object({
@@ -59,7 +52,7 @@ export async function stageVersion(blobs: BlobStore, row: PolicyVersionRow, cach
     const body = await blobs.get(row.blobPrefix + file.name);
     if (sha256(body) !== file.sha256) {
       fs.rmSync(staging, { recursive: true, force: true });
-      throw new CorruptVersionError(`policy version ${row.version}: ${row.blobPrefix}${file.name} does not match its registered sha256`);
+      throw new LonghaulError(errorTypes.corrupt, `policy version ${row.version}: ${row.blobPrefix}${file.name} does not match its registered sha256`);
     }
     fs.writeFileSync(path.join(staging, file.name), body);
   }
@@ -110,14 +103,11 @@ export async function publishTrainedVersion(options: PublishTrainedOptions): Pro
   const existing = await versions.get(version);
   const owner = existing && trainingOf(existing);
   if (existing && owner?.runId === training.runId && owner.step === training.step) return existing;
-  throw new VersionTakenError(version, existing);
+  throw versionTaken(version, existing);
 }
 
-export class VersionTakenError extends Error {
-  readonly code = 'VERSION_TAKEN';
-  constructor(version: number, row: PolicyVersionRow | undefined) {
-    const owner = row && trainingOf(row);
-    super(`outputVersion: policy version ${version} is already registered${owner ? ` by run ${owner.runId} step ${owner.step}` : ` (${row?.name ?? 'another model'})`}; refusing to overwrite it`);
-    this.name = 'VersionTakenError';
-  }
+/** Another run, step or model owns that version number: refused, never overwritten. */
+export function versionTaken(version: number, row: PolicyVersionRow | undefined): LonghaulError {
+  const owner = row && trainingOf(row);
+  return new LonghaulError(errorTypes.invalidInput, `policy version ${version} is already registered${owner ? ` by run ${owner.runId} step ${owner.step}` : ` (${row?.name ?? 'another model'})`}; refusing to overwrite it`, { field: 'outputVersion' });
 }

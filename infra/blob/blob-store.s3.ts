@@ -1,7 +1,7 @@
 /** BlobStore over any S3-compatible server (SeaweedFS here; MinIO or AWS S3 in production), via the minio client. */
 import { Client } from 'minio';
 import type { Config } from '../config.js';
-import { BlobNotFoundError, type BlobStore } from '../../activities/ports/blob-store.port.js';
+import { blobNotFound, type BlobStore } from '../../activities/ports/blob-store.port.js';
 
 export function createS3Client(config: Pick<Config, 's3'>): Client {
   const url = new URL(config.s3.endpoint);
@@ -35,7 +35,7 @@ export function createS3BlobStore(config: Pick<Config, 's3'>): BlobStore {
         for await (const chunk of stream) chunks.push(chunk as Buffer);
         return Buffer.concat(chunks);
       } catch (error) {
-        if (isNotFound(error)) throw new BlobNotFoundError(key);
+        if (isNotFound(error)) throw blobNotFound(key);
         throw error;
       }
     },

@@ -10,7 +10,8 @@ import { after, before, describe, it } from 'node:test';
 import { createOnnxBackend, type OnnxBackend } from '../../gpu/infer/onnx.backend.js';
 import { tinyModelDir } from '../../test/doubles/test-model.js';
 import { startLonghaulServe, startTokenlessServer } from '../../test/helpers/inference-servers.js';
-import { createOpenAIBackend, InferenceRequestError, InferenceUnavailableError, retryAfterMs } from './openai.backend.js';
+import { createOpenAIBackend, retryAfterMs } from './openai.backend.js';
+import { errorTypes, LonghaulError } from '../../workflows/contracts/errors.js';
 
 const prompt = 'Question: what is the tallest mountain?\nAnswer:';
 
@@ -72,7 +73,7 @@ describe('the openai backend', () => {
   it('passes a bad request\'s reason from the server without retrying', async () => {
     const backend = createOpenAIBackend({ baseUrl: serve.baseUrl, model: 'tiny', api: 'chat' });
     await assert.rejects(backend.generate({ prompt: 'hi', maxNewTokens: 2, stop: Array<string>(3).fill('x'), temperature: 3 }), (error: unknown) =>
-      error instanceof InferenceRequestError && error.status === 400 && error.message.endsWith('HTTP 400: temperature: Too big: expected number to be <=2'));
+      (error instanceof LonghaulError && error.code === errorTypes.invalidInput) && error.message.endsWith('HTTP 400: temperature: Too big: expected number to be <=2'));
   });
 
   it('retries a 5xx with backoff and then succeeds', async () => {
@@ -103,14 +104,14 @@ describe('the openai backend', () => {
     await closed.close();
     const backend = createOpenAIBackend({ baseUrl: closed.baseUrl, model: 'm', maxAttempts: 3, initialBackoffMs: 10 });
     await assert.rejects(backend.generate({ prompt, maxNewTokens: 4 }), (error: unknown) =>
-      error instanceof InferenceUnavailableError && error.message === `OpenAI-compatible server at ${closed.baseUrl} is unreachable or failing (ECONNREFUSED) after 3 attempts`);
+      (error instanceof LonghaulError && error.code === errorTypes.unavailable) && error.message === `OpenAI-compatible server at ${closed.baseUrl} is unreachable or failing (ECONNREFUSED) after 3 attempts`);
   });
 
   it('rejects a response without choices, naming the field', async () => {
     const server = await scriptedServer([{ status: 200, body: { choices: [] } }]);
     try {
       await assert.rejects(createOpenAIBackend({ baseUrl: server.baseUrl, model: 'm' }).generate({ prompt, maxNewTokens: 4 }), (error: unknown) =>
-        error instanceof InferenceRequestError && error.message === '/completions response: choices: no choices');
+        (error instanceof LonghaulError && error.code === errorTypes.invalidInput) && error.message === '/completions response: choices: no choices');
     } finally {
       await server.close();
     }

@@ -11,8 +11,9 @@
 import type { Judge } from '../../activities/ports/judge.port.js';
 import type { GenerateRequest, GenerateResult, PolicyBackend, PolicyCapabilities } from '../../activities/ports/policy.port.js';
 import type { Config } from '../config.js';
-import { parseGenerateRequest, InvalidGenerateRequestError } from '../../activities/ports/policy-request.schema.js';
+import { parseGenerateRequest } from '../../activities/ports/policy-request.schema.js';
 import { completionResponseSchema, chatResponseSchema, parseTokens, type Completion } from './openai.responses.js';
+import { errorTypes, LonghaulError } from '../../workflows/contracts/errors.js';
 
 export interface OpenAIBackendOptions {
   /** Base URL ending in /v1, e.g. http://127.0.0.1:8000/v1. */
@@ -33,24 +34,6 @@ export interface OpenAIBackendOptions {
   readonly timeoutMs?: number;
   /** Ask for token ids with vLLM's `return_tokens_as_token_ids` extension. @default true */
   readonly requestTokenIds?: boolean;
-}
-
-/** The server could not be reached or kept failing (retryable at the activity level). */
-export class InferenceUnavailableError extends Error {
-  readonly code = 'INFERENCE_UNAVAILABLE';
-  constructor(message: string) {
-    super(message);
-    this.name = 'InferenceUnavailableError';
-  }
-}
-
-/** The server rejected the request (4xx other than 429) or answered with something unusable. */
-export class InferenceRequestError extends Error {
-  readonly code = 'INFERENCE_REQUEST_REJECTED';
-  constructor(message: string, readonly status?: number) {
-    super(message);
-    this.name = 'InferenceRequestError';
-  }
 }
 
 const sleep = (ms: number, signal?: AbortSignal) => new Promise<void>((resolve) => {
@@ -91,16 +74,16 @@ export function createOpenAIBackend(options: OpenAIBackendOptions): PolicyBacken
         }
         failure = `HTTP ${response.status}: ${serverMessage(text)}`;
         if (response.status === 429) wait = retryAfterMs(response.headers.get('retry-after')) ?? wait;
-        else if (response.status < 500) throw new InferenceRequestError(`${baseUrl}${path} rejected the request: ${failure}`, response.status);
+        else if (response.status < 500) throw new LonghaulError(errorTypes.invalidInput, `${baseUrl}${path} rejected the request: ${failure}`);
       } catch (error) {
-        if (error instanceof InferenceRequestError) throw error;
+        if (LonghaulError.is(error)) throw error;
         if (signal?.aborted) return 'aborted';
         const cause = (error as { cause?: { code?: string; message?: string } }).cause;
         failure = cause?.code ?? cause?.message ?? (error as Error).message;
       }
       if (attempt < maxAttempts) await sleep(wait, signal);
     }
-    throw new InferenceUnavailableError(`OpenAI-compatible server at ${baseUrl} is unreachable or failing (${failure}) after ${maxAttempts} attempts`);
+    throw new LonghaulError(errorTypes.unavailable, `OpenAI-compatible server at ${baseUrl} is unreachable or failing (${failure}) after ${maxAttempts} attempts`);
   }
 
   const backend: PolicyBackend = {
@@ -108,8 +91,8 @@ export function createOpenAIBackend(options: OpenAIBackendOptions): PolicyBacken
     currentVersion: async () => lastVersion,
     async generate(rawRequest: GenerateRequest, signal?: AbortSignal): Promise<GenerateResult> {
       const request = parseGenerateRequest(rawRequest);
-      if ((request.prefixTokenIds?.length ?? 0) > 0) throw new InvalidGenerateRequestError('prefixTokenIds: the openai backend cannot resume a generation from token ids');
-      if (request.forcedText !== undefined) throw new InvalidGenerateRequestError('forcedText: the openai backend cannot score forced text; run warm-start trajectories on the onnx backend');
+      if ((request.prefixTokenIds?.length ?? 0) > 0) throw new LonghaulError(errorTypes.invalidInput, 'prefixTokenIds: the openai backend cannot resume a generation from token ids');
+      if (request.forcedText !== undefined) throw new LonghaulError(errorTypes.invalidInput, 'forcedText: the openai backend cannot score forced text; run warm-start trajectories on the onnx backend');
       const chat = request.messages !== undefined || options.api === 'chat';
       const common = {
         model: options.model, max_tokens: request.maxNewTokens, temperature: request.temperature ?? 0, top_p: request.topP ?? 1,
@@ -175,7 +158,7 @@ function parseJson(text: string, path: string): unknown {
   try {
     return JSON.parse(text) as unknown;
   } catch {
-    throw new InferenceRequestError(`${path} answered with something that is not JSON: ${text.slice(0, 200)}`);
+    throw new LonghaulError(errorTypes.invalidInput, `${path} answered with something that is not JSON: ${text.slice(0, 200)}`);
   }
 }
 
@@ -190,7 +173,7 @@ function serverMessage(text: string): string {
 
 function fromCompletion(json: unknown): Completion {
   const parsed = completionResponseSchema.safeParse(json);
-  if (!parsed.success) throw new InferenceRequestError(`/completions response: ${parsed.error.issues[0]!.path.join('.')}: ${parsed.error.issues[0]!.message}`);
+  if (!parsed.success) throw new LonghaulError(errorTypes.invalidInput, `/completions response: ${parsed.error.issues[0]!.path.join('.')}: ${parsed.error.issues[0]!.message}`);
   const choice = parsed.data.choices[0]!;
   const tokens = parseTokens(choice.logprobs?.tokens ?? [], choice.token_ids);
   const logprobs = (choice.logprobs?.token_logprobs ?? []).filter((value): value is number => typeof value === 'number');
@@ -202,7 +185,7 @@ function fromCompletion(json: unknown): Completion {
 
 function fromChat(json: unknown): Completion {
   const parsed = chatResponseSchema.safeParse(json);
-  if (!parsed.success) throw new InferenceRequestError(`/chat/completions response: ${parsed.error.issues[0]!.path.join('.')}: ${parsed.error.issues[0]!.message}`);
+  if (!parsed.success) throw new LonghaulError(errorTypes.invalidInput, `/chat/completions response: ${parsed.error.issues[0]!.path.join('.')}: ${parsed.error.issues[0]!.message}`);
   const choice = parsed.data.choices[0]!;
   const content = choice.logprobs?.content ?? [];
   return {

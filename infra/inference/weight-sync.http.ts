@@ -22,7 +22,8 @@
 import http from 'node:http';
 import https from 'node:https';
 import { z } from 'zod';
-import { WeightSyncRefusedError, WeightSyncUnavailableError, type WeightSync } from '../../activities/ports/weight-sync.port.js';
+import { type WeightSync } from '../../activities/ports/weight-sync.port.js';
+import { errorTypes, LonghaulError } from '../../workflows/contracts/errors.js';
 
 export interface ServerSyncOptions {
   /** Server base URL without /v1, e.g. http://127.0.0.1:30000. */
@@ -70,9 +71,9 @@ async function call(url: string, body: object, options: ServerSyncOptions, serve
   } catch (error) {
     if (signal?.aborted) throw error;
     const reason = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
-    throw new WeightSyncUnavailableError(`${server} at ${url} is unreachable (${reason}); start it or fix LONGHAUL_WEIGHT_SYNC_URL`);
+    throw new LonghaulError(errorTypes.unavailable, `${server} at ${url} is unreachable (${reason}); start it or fix LONGHAUL_WEIGHT_SYNC_URL`);
   }
-  if (answer.status >= 500) throw new WeightSyncUnavailableError(`${server} at ${url} failed with HTTP ${answer.status}: ${serverMessage(answer.text)}`);
+  if (answer.status >= 500) throw new LonghaulError(errorTypes.unavailable, `${server} at ${url} failed with HTTP ${answer.status}: ${serverMessage(answer.text)}`);
   return answer;
 }
 
@@ -119,11 +120,11 @@ export function createSglangWeightSync(options: ServerSyncOptions & { readonly l
       const answer = await call(endpoint, { model_path: folder, ...(options.loadFormat ? { load_format: options.loadFormat } : {}) }, options, 'SGLang', signal);
       const parsed = sglangAnswerSchema.safeParse(parseJson(answer.text));
       if (!parsed.success && isFastApiNotFound(answer)) {
-        throw new WeightSyncRefusedError(`${endpoint} does not exist (HTTP 404): that server has no update_weights_from_disk; upgrade SGLang, or set LONGHAUL_WEIGHT_SYNC to match the server`);
+        throw new LonghaulError(errorTypes.invalidInput, `${endpoint} does not exist (HTTP 404): that server has no update_weights_from_disk; upgrade SGLang, or set LONGHAUL_WEIGHT_SYNC to match the server`);
       }
       if (!parsed.success || !parsed.data.success) {
         const message = parsed.success ? parsed.data.message ?? '(no message)' : `HTTP ${answer.status}: ${serverMessage(answer.text)}`;
-        throw new WeightSyncRefusedError(`SGLang refused policy version ${version} from ${folder}: ${sentence(message)}. Fix: the folder must hold Hugging Face weights of the served architecture and be readable by the server (same machine or shared filesystem)`);
+        throw new LonghaulError(errorTypes.invalidInput, `SGLang refused policy version ${version} from ${folder}: ${sentence(message)}. Fix: the folder must hold Hugging Face weights of the served architecture and be readable by the server (same machine or shared filesystem)`);
       }
       progress('switching local backend');
       await options.afterUpdate?.(version);
@@ -146,11 +147,11 @@ export function createVllmWeightSync(options: ServerSyncOptions & { /** Adapters
       const answer = await call(endpoint, { lora_name: name, lora_path: folder }, options, 'vLLM', signal);
       const message = serverMessage(answer.text);
       if (isFastApiNotFound(answer)) {
-        throw new WeightSyncRefusedError(`${endpoint} is not routed (HTTP 404): start vLLM with VLLM_ALLOW_RUNTIME_LORA_UPDATING=True and --enable-lora, or set LONGHAUL_WEIGHT_SYNC to match the server`);
+        throw new LonghaulError(errorTypes.invalidInput, `${endpoint} is not routed (HTTP 404): start vLLM with VLLM_ALLOW_RUNTIME_LORA_UPDATING=True and --enable-lora, or set LONGHAUL_WEIGHT_SYNC to match the server`);
       }
       const repeated = answer.status === 400 && message.includes('has already been loaded');
       if (answer.status !== 200 && !repeated) {
-        throw new WeightSyncRefusedError(`vLLM refused LoRA adapter ${name} (policy version ${version}, ${folder}): HTTP ${answer.status}: ${sentence(message)}. Fix: the folder must hold a PEFT LoRA adapter (adapter_config.json + adapter_model.safetensors) of the served base model, readable by the server, within its --max-lora-rank`);
+        throw new LonghaulError(errorTypes.invalidInput, `vLLM refused LoRA adapter ${name} (policy version ${version}, ${folder}): HTTP ${answer.status}: ${sentence(message)}. Fix: the folder must hold a PEFT LoRA adapter (adapter_config.json + adapter_model.safetensors) of the served base model, readable by the server, within its --max-lora-rank`);
       }
       progress('switching local backend');
       await options.afterUpdate?.(version);

@@ -6,10 +6,10 @@
  * unavailable (a store or server down: retried).
  */
 import type { Config } from '../config.js';
-import { ConfigError } from '../config.js';
 import type { PolicyBackendName } from '../../activities/ports/policy.port.js';
-import { WeightSyncRefusedError, WeightSyncUnavailableError, type ReloadablePolicy, type WeightSync, type WeightSyncKind } from '../../activities/ports/weight-sync.port.js';
+import { type ReloadablePolicy, type WeightSync, type WeightSyncKind } from '../../activities/ports/weight-sync.port.js';
 import { createSglangWeightSync, createVllmWeightSync } from './weight-sync.http.js';
+import { errorTypes, LonghaulError } from '../../workflows/contracts/errors.js';
 
 export { loraAdapterName } from './weight-sync.http.js';
 
@@ -23,20 +23,16 @@ export interface WeightSyncDependencies {
   readonly apiKey?: string | null;
 }
 
-/** Errors whose cause retrying cannot fix, by the stable names of the classes that throw them. */
-const refusedErrorNames = new Set(['PolicyVersionError', 'ModelFilesError', 'ConfigError', 'CorruptVersionError', 'WeightSyncRefusedError']);
-
-/** Sort a local failure (materialize or open a version) into refused or unavailable, naming the version. */
-export function classifySyncError(error: unknown, version: number): Error {
-  if (error instanceof WeightSyncRefusedError || error instanceof WeightSyncUnavailableError) return error;
+/** Sort a local failure (materialize or open a version) into refused (what retrying cannot fix) or unavailable, naming the version. */
+export function classifySyncError(error: unknown, version: number): LonghaulError {
   const message = error instanceof Error ? error.message : String(error);
-  if (error instanceof Error && refusedErrorNames.has(error.name)) {
+  if (LonghaulError.is(error) && (!error.retryable || error.code === errorTypes.notFound)) {
     const fix = /is not registered/.test(message)
       ? 'sync only registered versions (trainStep and `longhaul model prepare` register them)'
       : 'republish the version with complete files';
-    return new WeightSyncRefusedError(`policy version ${version} cannot be served: ${message}; ${fix}. The worker keeps serving the version it had`);
+    return new LonghaulError(errorTypes.invalidInput, `policy version ${version} cannot be served: ${message}; ${fix}. The worker keeps serving the version it had`);
   }
-  return new WeightSyncUnavailableError(`policy version ${version} could not be loaded: ${message}`);
+  return new LonghaulError(errorTypes.unavailable, `policy version ${version} could not be loaded: ${message}`);
 }
 
 async function guarded<T>(version: number, run: () => Promise<T>): Promise<T> {
@@ -48,7 +44,7 @@ async function guarded<T>(version: number, run: () => Promise<T>): Promise<T> {
 }
 
 function refusing(kind: WeightSyncKind, reason: string): WeightSync {
-  return { kind, async sync(version) { throw new WeightSyncRefusedError(`policy version ${version} not synced: ${reason}`); } };
+  return { kind, async sync(version) { throw new LonghaulError(errorTypes.invalidInput, `policy version ${version} not synced: ${reason}`); } };
 }
 
 export function noWeightSync(): WeightSync {
@@ -66,18 +62,18 @@ export function createOnnxWeightSync(local: ReloadablePolicy): WeightSync {
   };
 }
 
-/** The adapter `settings.kind` names; a missing URL or backend is a ConfigError naming the variable. */
+/** The adapter `settings.kind` names; a missing URL or backend is a LonghaulInvalidInput error naming the variable. */
 export function createWeightSync(settings: Config['weightSync'], deps: WeightSyncDependencies): WeightSync {
   const kind: WeightSyncKind = settings.kind;
   if (kind === 'none') return noWeightSync();
   if (kind === 'onnx') {
-    if (!deps.local) throw new ConfigError('LONGHAUL_WEIGHT_SYNC=onnx needs a worker whose backend can reload (the gpu-infer worker); set LONGHAUL_WEIGHT_SYNC=none here (see docs/CONFIG.md).');
+    if (!deps.local) throw new LonghaulError(errorTypes.invalidInput, 'LONGHAUL_WEIGHT_SYNC=onnx needs a worker whose backend can reload (the gpu-infer worker); set LONGHAUL_WEIGHT_SYNC=none here (see docs/CONFIG.md).');
     // Refused per sync rather than at startup: the worker still serves trajectories that need no sync.
     if (deps.backend === 'openai') return refusing('onnx', 'LONGHAUL_WEIGHT_SYNC=onnx reloads a local ONNX model, but this worker serves LONGHAUL_POLICY_BACKEND=openai, whose weights it cannot change; set LONGHAUL_WEIGHT_SYNC=sglang or vllm (the server is updated) or none (you update the server yourself)');
     return createOnnxWeightSync(deps.local);
   }
   if (settings.url === null) {
-    throw new ConfigError(`LONGHAUL_WEIGHT_SYNC_URL is required when LONGHAUL_WEIGHT_SYNC=${kind}: the server's base URL, e.g. http://127.0.0.1:30000 (or set LONGHAUL_OPENAI_BASE_URL; see docs/CONFIG.md).`);
+    throw new LonghaulError(errorTypes.invalidInput, `LONGHAUL_WEIGHT_SYNC_URL is required when LONGHAUL_WEIGHT_SYNC=${kind}: the server's base URL, e.g. http://127.0.0.1:30000 (or set LONGHAUL_OPENAI_BASE_URL; see docs/CONFIG.md).`);
   }
   const local = deps.local;
   const options = {

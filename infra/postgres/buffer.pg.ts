@@ -8,6 +8,7 @@
 import type pg from 'pg';
 import { z } from 'zod';
 import type { BufferCounts, ClaimBatchRequest, ClaimedBatch, TrajectoryBuffer } from '../../activities/ports/buffer.port.js';
+import { withTransaction } from './database.js';
 
 const oldestVersion = '(SELECT min(v) FROM unnest(t.versions) v)';
 const unused = 'NOT EXISTS (SELECT 1 FROM buffer_uses u WHERE u.trajectory_id = t.trajectory_id)';
@@ -53,7 +54,7 @@ function selectTrajectories(candidates: Candidate[], request: ClaimBatchRequest)
  * concurrent claim holds are excluded and the choice is made again, so claims of different steps
  * split the buffer instead of waiting on each other.
  */
-async function chooseAndLock(client: pg.PoolClient, request: ClaimBatchRequest): Promise<string[]> {
+async function chooseAndLock(client: pg.ClientBase, request: ClaimBatchRequest): Promise<string[]> {
   const excluded: string[] = [];
   for (let round = 0; round < 20; round += 1) {
     const found = await client.query(
@@ -74,29 +75,24 @@ async function chooseAndLock(client: pg.PoolClient, request: ClaimBatchRequest):
   return [];
 }
 
-async function claimOnce(client: pg.PoolClient, request: ClaimBatchRequest): Promise<ClaimedBatch> {
+/** One claim attempt, inside a transaction that withTransaction commits only when `claimedNow`. */
+async function claimOnce(client: pg.ClientBase, request: ClaimBatchRequest): Promise<ClaimedBatch> {
   const { runId, step } = request;
-  await client.query('BEGIN');
   const placed = await client.query(
     "INSERT INTO buffer_batches (run_id, step, trajectory_ids, current_version, eta, selection) VALUES ($1, $2, '{}', $3, $4, $5) ON CONFLICT (run_id, step) DO NOTHING",
     [runId, step, request.currentVersion, request.eta, request.selection],
   );
   if (placed.rowCount === 0) {
     const existing = await client.query('SELECT trajectory_ids FROM buffer_batches WHERE run_id = $1 AND step = $2', [runId, step]);
-    await client.query('COMMIT');
     return { trajectoryIds: z.array(z.string()).parse(existing.rows[0]?.trajectory_ids), claimedNow: false };
   }
   const chosen = await chooseAndLock(client, request);
-  if (chosen.length === 0) {
-    await client.query('ROLLBACK'); // nothing to train on yet: leave the step unclaimed for a later try
-    return { trajectoryIds: [], claimedNow: false };
-  }
+  if (chosen.length === 0) return { trajectoryIds: [], claimedNow: false }; // nothing to train on yet: rolled back, the step stays unclaimed
   await client.query(
     "INSERT INTO buffer_uses (trajectory_id, run_id, step, state) SELECT id, $1, $2, 'consumed' FROM unnest($3::text[]) AS id",
     [runId, step, chosen],
   );
   await client.query('UPDATE buffer_batches SET trajectory_ids = $3 WHERE run_id = $1 AND step = $2', [runId, step, chosen]);
-  await client.query('COMMIT');
   return { trajectoryIds: chosen, claimedNow: true };
 }
 
@@ -109,15 +105,11 @@ export function createPgTrajectoryBuffer(pool: pg.Pool): TrajectoryBuffer {
   return {
     async claimBatch(request) {
       for (let attempt = 1; ; attempt += 1) {
-        const client = await pool.connect();
         try {
-          return await claimOnce(client, request);
+          return await withTransaction(pool, (client) => claimOnce(client, request), { commitIf: (claimed) => claimed.claimedNow });
         } catch (error) {
-          await client.query('ROLLBACK').catch(() => undefined);
           // 23505: a concurrent claim used one of our candidates first; choose again.
           if ((error as { code?: string }).code !== '23505' || attempt >= 5) throw error;
-        } finally {
-          client.release();
         }
       }
     },

@@ -6,3 +6,29 @@ export function createPool(url: string, max = 10): pg.Pool {
   pool.on('error', (error) => console.warn(`[postgres] idle client error: ${error.message}`));
   return pool;
 }
+
+export interface TransactionOptions<T> {
+  /** BEGIN TRANSACTION READ ONLY, and never commit. @default false */
+  readonly readOnly?: boolean;
+  /** Commit only when this holds for the result (otherwise roll back and still return it). @default always */
+  readonly commitIf?: (result: T) => boolean;
+}
+
+/**
+ * Run `work` in one transaction: COMMIT when it returns, ROLLBACK when it throws (the error is
+ * rethrown). Given a pool, it takes a client of its own and releases it either way.
+ */
+export async function withTransaction<T>(database: pg.Pool | pg.ClientBase, work: (client: pg.ClientBase) => Promise<T>, options: TransactionOptions<T> = {}): Promise<T> {
+  const client = database instanceof pg.Pool ? await database.connect() : database;
+  try {
+    await client.query(options.readOnly ? 'BEGIN TRANSACTION READ ONLY' : 'BEGIN');
+    const result = await work(client);
+    await client.query(!options.readOnly && (options.commitIf?.(result) ?? true) ? 'COMMIT' : 'ROLLBACK');
+    return result;
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  } finally {
+    if (client !== database) (client as pg.PoolClient).release();
+  }
+}

@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
 import { repoRoot } from '../paths.js';
+import { withTransaction } from './database.js';
 
 const MIGRATIONS_DIR = path.join(repoRoot, 'infra', 'postgres', 'migrations');
 const LOCK_KEY = 7_233_001;
@@ -34,15 +35,12 @@ export async function migrate(databaseUrl: string, dir = MIGRATIONS_DIR): Promis
     const done = new Set((await client.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map((row) => row.version));
     for (const migration of listMigrations(dir)) {
       if (done.has(migration.version)) continue;
-      await client.query('BEGIN');
-      try {
+      await withTransaction(client, async () => {
         await client.query(migration.sql);
         await client.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [migration.version, migration.name]);
-        await client.query('COMMIT');
-      } catch (error) {
-        await client.query('ROLLBACK');
+      }).catch((error: unknown) => {
         throw new Error(`migration ${migration.version}_${migration.name} failed: ${(error as Error).message}`);
-      }
+      });
       applied.push(migration.version);
     }
   } finally {

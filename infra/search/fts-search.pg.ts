@@ -10,6 +10,7 @@
 import type pg from 'pg';
 import { z } from 'zod';
 import type { DocumentPage, SearchEngine, SearchHit } from '../../activities/ports/search.port.js';
+import { withTransaction } from '../postgres/database.js';
 
 const hitSchema = z.object({ document_id: z.string(), page: z.number().int(), title: z.string(), text: z.string(), score: z.number() });
 const pageSchema = z.object({ document_id: z.string(), title: z.string(), url: z.string().nullable(), page: z.number().int(), pages: z.number().int(), text: z.string() });
@@ -64,20 +65,12 @@ export async function readPage(pool: pg.Pool, documentId: string, page: number):
 
 /** Recomputes the lexeme document frequencies after the corpus changed (seconds for 100k passages). */
 export async function refreshTermStatistics(pool: pg.Pool): Promise<void> {
-  const client = await pool.connect();
-  try {
-    await client.query('BEGIN');
+  await withTransaction(pool, async (client) => {
     // SHARE ROW EXCLUSIVE serialises refreshes but lets searches read the old figures until commit.
     await client.query('LOCK TABLE search_lexemes IN SHARE ROW EXCLUSIVE MODE');
     await client.query('DELETE FROM search_lexemes');
     await client.query("INSERT INTO search_lexemes (lexeme, passages) SELECT word, ndoc FROM ts_stat('SELECT search_text FROM search_passages')");
     await client.query(`INSERT INTO search_statistics (singleton, passages, updated_at) SELECT true, count(*), now() FROM search_passages
       ON CONFLICT (singleton) DO UPDATE SET passages = EXCLUDED.passages, updated_at = EXCLUDED.updated_at`);
-    await client.query('COMMIT');
-  } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw error;
-  } finally {
-    client.release();
-  }
+  });
 }

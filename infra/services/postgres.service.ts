@@ -7,7 +7,7 @@ import pg from 'pg';
 import type { Config } from '../config.js';
 import { migrate } from '../postgres/migrate.js';
 import { postgresBinDir } from './binaries.js';
-import { ServiceError, canConnect, logFile, tail } from './processes.js';
+import { serviceError, canConnect, logFile, tail } from './processes.js';
 import type { Service, ServiceStatus, StartOutcome } from './service.js';
 
 const run = promisify(execFile);
@@ -66,7 +66,7 @@ export function postgresService(config: Config): Service {
       await run('id', ['-u', CLUSTER_USER]);
     } catch {
       await run('useradd', ['--system', '--no-create-home', '--shell', '/usr/sbin/nologin', CLUSTER_USER]).catch((error: Error) => {
-        throw new ServiceError(`could not create the system user "${CLUSTER_USER}" that runs Postgres (initdb refuses root): ${error.message}`,
+        throw serviceError(`could not create the system user "${CLUSTER_USER}" that runs Postgres (initdb refuses root): ${error.message}`,
           'run longhaul as a non-root user, or set DATABASE_URL to an existing database');
       });
     }
@@ -115,7 +115,7 @@ export function postgresService(config: Config): Service {
       ? await makeSharedLocation(bin) : recorded;
     if (location.shared) {
       if (!fs.existsSync(path.dirname(location.dataDir))) {
-        throw new ServiceError(`the Postgres cluster recorded in ${dataPointer} (${location.dataDir}) is gone`, `remove the symlink ${dataPointer} and run longhaul up again (a new, empty cluster)`);
+        throw serviceError(`the Postgres cluster recorded in ${dataPointer} (${location.dataDir}) is gone`, `remove the symlink ${dataPointer} and run longhaul up again (a new, empty cluster)`);
       }
       if (!fs.existsSync(location.log)) fs.writeFileSync(location.log, '');
       await run('chown', ['-R', `${CLUSTER_USER}:${CLUSTER_USER}`, path.dirname(location.dataDir)]);
@@ -130,7 +130,7 @@ export function postgresService(config: Config): Service {
     fs.chmodSync(config.home, fs.statSync(config.home).mode | 0o001);
     for (let dir = config.home; dir !== path.dirname(dir); dir = path.dirname(dir)) {
       if (!(await clusterUserCanEnter(dir))) {
-        throw new ServiceError(`Postgres runs as user "${CLUSTER_USER}" (initdb refuses root), which cannot enter ${dir}`,
+        throw serviceError(`Postgres runs as user "${CLUSTER_USER}" (initdb refuses root), which cannot enter ${dir}`,
           `chmod o+x ${dir}, or set LONGHAUL_HOME to a folder outside it, or set DATABASE_URL to an existing database`);
       }
     }
@@ -181,7 +181,7 @@ export function postgresService(config: Config): Service {
     async start(): Promise<StartOutcome> {
       if (!config.postgres.embedded) {
         if (!(await connectable(new URL(config.postgres.url).pathname.slice(1)))) {
-          throw new ServiceError('Postgres at DATABASE_URL is not reachable', 'check DATABASE_URL, or unset it to run the embedded cluster');
+          throw serviceError('Postgres at DATABASE_URL is not reachable', 'check DATABASE_URL, or unset it to run the embedded cluster');
         }
         await migrate(config.postgres.url);
         return 'reused';
@@ -192,7 +192,7 @@ export function postgresService(config: Config): Service {
         fs.rmSync(dataDir, { recursive: true, force: true }); // a half-made cluster from an interrupted initdb
         await asClusterUser(path.join(bin, 'initdb'), ['-D', dataDir, '-U', 'longhaul', '--auth=trust', '--encoding=UTF8', '--locale=C.UTF-8'])
           .catch((error: Error & { stderr?: string }) => {
-            throw new ServiceError(`initdb failed: ${error.stderr ?? error.message}`, `check that ${path.dirname(dataDir)} is writable and its parent folders are traversable by user ${CLUSTER_USER}`);
+            throw serviceError(`initdb failed: ${error.stderr ?? error.message}`, `check that ${path.dirname(dataDir)} is writable and its parent folders are traversable by user ${CLUSTER_USER}`);
           });
         fs.appendFileSync(path.join(dataDir, 'postgresql.conf'),
           "\n# Longhaul: loopback TCP only, no unix socket (paths under deep clones exceed its length limit)\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = ''\nmax_connections = 200\nfsync = on\n");
@@ -203,12 +203,12 @@ export function postgresService(config: Config): Service {
         return 'reused';
       }
       if (await canConnect(config.postgres.port)) {
-        throw new ServiceError(`port ${config.postgres.port} (Postgres) is in use by another process`, 'stop that process, or set LONGHAUL_PG_PORT to a free port, or DATABASE_URL to use that server');
+        throw serviceError(`port ${config.postgres.port} (Postgres) is in use by another process`, 'stop that process, or set LONGHAUL_PG_PORT to a free port, or DATABASE_URL to use that server');
       }
       try {
         await asClusterUser(path.join(bin, 'pg_ctl'), ['start', '-D', dataDir, '-l', log, '-w', '-t', '60', '-o', `-p ${config.postgres.port}`])
           .catch((error: Error) => {
-            throw new ServiceError(`Postgres did not start: ${error.message.split('\n')[0]}\n${tail(log)}`, `read ${log}`);
+            throw serviceError(`Postgres did not start: ${error.message.split('\n')[0]}\n${tail(log)}`, `read ${log}`);
           });
         await ensureDatabase();
         await migrate(config.postgres.url);

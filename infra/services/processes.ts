@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { errorTypes, LonghaulError } from '../../workflows/contracts/errors.js';
 
 export interface ManagedProcess {
   /** Service name; names the pid and log files. */
@@ -17,11 +18,9 @@ export interface ManagedProcess {
   readonly cwd?: string;
 }
 
-export class ServiceError extends Error {
-  constructor(message: string, readonly hint: string) {
-    super(`${message}\n  fix: ${hint}`);
-    this.name = 'ServiceError';
-  }
+/** A service would not start or answer: the message says what, `hint` how to fix it. */
+export function serviceError(message: string, hint: string): LonghaulError {
+  return new LonghaulError(errorTypes.unavailable, `${message}\n  fix: ${hint}`);
 }
 
 export function runDir(home: string): string {
@@ -80,7 +79,7 @@ export function startDetached(home: string, spec: ManagedProcess): number {
     stdio: ['ignore', out, out],
   });
   fs.closeSync(out);
-  if (child.pid === undefined) throw new ServiceError(`could not start ${spec.name} (${spec.command})`, 'check that the binary exists and is executable');
+  if (child.pid === undefined) throw serviceError(`could not start ${spec.name} (${spec.command})`, 'check that the binary exists and is executable');
   child.unref();
   fs.writeFileSync(pidFile(home, spec.name), `${child.pid} ${processStartTime(child.pid) ?? ''}\n`);
   return child.pid;
@@ -147,7 +146,7 @@ export async function waitFor(what: string, check: () => Promise<boolean>, timeo
     if (await check().catch(() => false)) return;
     await sleep(250);
   }
-  throw new ServiceError(`${what} did not become ready within ${Math.round(timeoutMs / 1000)} s`, log ? `read ${log}` : 'check the service logs');
+  throw serviceError(`${what} did not become ready within ${Math.round(timeoutMs / 1000)} s`, log ? `read ${log}` : 'check the service logs');
 }
 
 /** Last lines of a log file, for error messages. */

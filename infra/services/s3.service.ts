@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { Config } from '../config.js';
 import { createS3Client, ensureBucket } from '../blob/blob-store.s3.js';
 import { weedBinary } from './binaries.js';
-import { ServiceError, canConnect, logFile, runningPid, startDetached, stopProcess, tail, waitFor } from './processes.js';
+import { serviceError, canConnect, logFile, runningPid, startDetached, stopProcess, tail, waitFor } from './processes.js';
 import type { Service, ServiceStatus } from './service.js';
 
 const NAME = 's3';
@@ -26,7 +26,7 @@ export function s3Service(config: Config): Service {
     async start() {
       if (!s3.embedded) {
         await ensureBucket(createS3Client(config), s3.bucket).catch((error: Error) => {
-          throw new ServiceError(`S3 at S3_ENDPOINT=${s3.endpoint} is not usable: ${error.message}`, 'check S3_ENDPOINT and S3_ACCESS_KEY_ID/S3_SECRET_ACCESS_KEY, or unset S3_ENDPOINT to run the embedded server');
+          throw serviceError(`S3 at S3_ENDPOINT=${s3.endpoint} is not usable: ${error.message}`, 'check S3_ENDPOINT and S3_ACCESS_KEY_ID/S3_SECRET_ACCESS_KEY, or unset S3_ENDPOINT to run the embedded server');
         });
         return 'reused';
       }
@@ -34,7 +34,7 @@ export function s3Service(config: Config): Service {
       for (const [role, port] of Object.entries(ports)) {
         for (const candidate of [port, port + 10_000]) {
           if (await canConnect(candidate)) {
-            throw new ServiceError(`port ${candidate} (SeaweedFS ${role}) is in use by another process`, 'stop that process, or set LONGHAUL_S3_PORT to move all SeaweedFS ports, or S3_ENDPOINT to use an existing S3 server');
+            throw serviceError(`port ${candidate} (SeaweedFS ${role}) is in use by another process`, 'stop that process, or set LONGHAUL_S3_PORT to move all SeaweedFS ports, or S3_ENDPOINT to use an existing S3 server');
           }
         }
       }
@@ -55,7 +55,7 @@ export function s3Service(config: Config): Service {
       const log = logFile(config.home, NAME);
       await waitFor('SeaweedFS S3 gateway', () => bucketReady(), 90_000, log).catch(async (error: unknown) => {
         await stopProcess(config.home, NAME, 15_000); // a failed start leaves nothing running
-        throw new ServiceError(`${(error as Error).message.split('\n')[0]}\n${tail(log)}`, `read ${log}`);
+        throw serviceError(`${(error as Error).message.split('\n')[0]}\n${tail(log)}`, `read ${log}`);
       });
       return 'launched';
     },

@@ -15,7 +15,7 @@ export type StartOutcome = 'launched' | 'reused';
 export interface Service {
   readonly name: string;
   /**
-   * Start if needed; a second call is harmless. Throws ServiceError with a fix on failure, and then
+   * Start if needed; a second call is harmless. Throws serviceError with a fix on failure, and then
    * leaves nothing of its own running (a process it launched is stopped again before it throws).
    */
   start(): Promise<StartOutcome>;

@@ -5,7 +5,7 @@ import path from 'node:path';
 import type { Config } from '../config.js';
 import { searchAttributeDefinitions } from '../../workflows/contracts/search-attributes.js';
 import { temporalBinary } from './binaries.js';
-import { ServiceError, canConnect, logFile, runningPid, startDetached, stopProcess, tail, waitFor } from './processes.js';
+import { serviceError, canConnect, logFile, runningPid, startDetached, stopProcess, tail, waitFor } from './processes.js';
 import type { Service, ServiceStatus } from './service.js';
 
 const run = promisify(execFile);
@@ -40,17 +40,17 @@ export function temporalService(config: Config): Service {
     name: NAME,
     async start() {
       if (!temporal.embedded) {
-        if (!(await healthy())) throw new ServiceError(`Temporal at TEMPORAL_ADDRESS=${temporal.address} is not reachable`, 'start that server, or unset TEMPORAL_ADDRESS to run the embedded dev server');
+        if (!(await healthy())) throw serviceError(`Temporal at TEMPORAL_ADDRESS=${temporal.address} is not reachable`, 'start that server, or unset TEMPORAL_ADDRESS to run the embedded dev server');
         await registerSearchAttributes();
         return 'reused';
       }
       if (runningPid(config.home, NAME) !== undefined && (await healthy())) return 'reused';
       if (await canConnect(temporal.port)) {
-        throw new ServiceError(`port ${temporal.port} (Temporal gRPC) is in use by another process`,
+        throw serviceError(`port ${temporal.port} (Temporal gRPC) is in use by another process`,
           `stop that process, set LONGHAUL_TEMPORAL_PORT to a free port, or set TEMPORAL_ADDRESS=127.0.0.1:${temporal.port} to use that server`);
       }
       if (await canConnect(temporal.uiPort)) {
-        throw new ServiceError(`port ${temporal.uiPort} (Temporal Web UI) is in use by another process`, 'stop that process or set LONGHAUL_TEMPORAL_UI_PORT to a free port');
+        throw serviceError(`port ${temporal.uiPort} (Temporal Web UI) is in use by another process`, 'stop that process or set LONGHAUL_TEMPORAL_UI_PORT to a free port');
       }
       fs.mkdirSync(dataDir, { recursive: true });
       const args = ['server', 'start-dev', '--db-filename', path.join(dataDir, 'temporal.db'), '--ip', '127.0.0.1',
@@ -63,7 +63,7 @@ export function temporalService(config: Config): Service {
       const log = logFile(config.home, NAME);
       try {
         await waitFor('Temporal dev server', healthy, 60_000, log).catch((error: unknown) => {
-          throw new ServiceError(`${(error as Error).message.split('\n')[0]}\n${tail(log)}`, `read ${log}`);
+          throw serviceError(`${(error as Error).message.split('\n')[0]}\n${tail(log)}`, `read ${log}`);
         });
         await registerSearchAttributes();
       } catch (error) {

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Payload } from '@temporalio/common';
-import { BlobNotFoundError, type BlobStore } from '../../activities/ports/blob-store.port.js';
+import { blobNotFound, type BlobStore } from '../../activities/ports/blob-store.port.js';
 import { BLOB_REFERENCE_ENCODING, createBlobPayloadCodec } from './blob-payload-codec.js';
 
 function memoryStore(): BlobStore & { objects: Map<string, Buffer> } {
@@ -9,7 +9,7 @@ function memoryStore(): BlobStore & { objects: Map<string, Buffer> } {
   return {
     objects,
     async put(key, body) { objects.set(key, Buffer.from(body)); },
-    async get(key) { const value = objects.get(key); if (!value) throw new BlobNotFoundError(key); return value; },
+    async get(key) { const value = objects.get(key); if (!value) throw blobNotFound(key); return value; },
     async exists(key) { return objects.has(key); },
     async list(prefix) { return [...objects.keys()].filter((key) => key.startsWith(prefix)).sort(); },
     async delete(key) { objects.delete(key); },

@@ -156,9 +156,16 @@ export interface TrainStepResult {
   readonly metrics: Record<string, unknown>;
 }
 
+/** What `checkHyperparameters` checks: the learner's (`rl`, with its group size) or the warm start's (`sft`) hyperparameters. */
+export type CheckHyperparametersInput =
+  | { readonly kind: 'rl'; readonly groupSize?: number; readonly eta?: number; readonly hyperparameters: Record<string, unknown> }
+  | { readonly kind: 'sft'; readonly hyperparameters: Record<string, unknown> };
+
 /** On the gpu-train queue. */
 export interface TrainActivities {
   trainStep(input: TrainStepInput): Promise<TrainStepResult>;
+  /** Refuses (non-retryable LonghaulInvalidInput naming the field) hyperparameters that trainStep would refuse; cheap, no model touched. */
+  checkHyperparameters(input: CheckHyperparametersInput): Promise<void>;
 }
 
 export interface SyncWeightsInput {

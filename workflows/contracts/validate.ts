@@ -1,12 +1,14 @@
+import { errorTypes, LonghaulError } from './errors.js';
+
 /**
  * Pure input checks for workflow arguments. Workflows may not use zod (DESIGN §5), yet anyone can
  * start them with hand-written JSON, so each workflow checks its input with these and fails fast
  * with a message naming the field.
  */
-export class InputError extends Error {
-  constructor(readonly field: string, message: string) {
-    super(`${field}: ${message}`);
-    this.name = 'InputError';
+export class InputError extends LonghaulError {
+  declare readonly field: string;
+  constructor(field: string, message: string) {
+    super(errorTypes.invalidInput, message, { field });
   }
 }
 
@@ -80,7 +82,7 @@ export function nestedField<T>(input: Fields, field: string, parse: (value: Fiel
   try {
     return parse(objectInput(value, field));
   } catch (error) {
-    if (error instanceof InputError) throw new InputError(error.field === 'input' ? field : `${field}.${error.field}`, error.message.slice(error.field.length + 2));
+    if (error instanceof InputError) throw new InputError(error.field === 'input' ? field : `${field}.${error.field}`, error.detail);
     throw error;
   }
 }

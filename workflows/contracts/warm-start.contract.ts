@@ -8,6 +8,7 @@
  */
 import { defineQuery } from '@temporalio/workflow';
 import type { TrajectorySettings } from './trajectory.contract.js';
+import type { CheckHyperparametersInput } from './learner.contract.js';
 
 export const warmStartWorkflowType = 'warmStart';
 
@@ -75,6 +76,7 @@ export interface WarmStartResult extends WarmStartState {
 
 /** On the gpu-train queue. */
 export interface SftActivities {
+  checkHyperparameters(input: CheckHyperparametersInput): Promise<void>;
   sftStep(input: { runId: string; step: number; trajectoryIds: readonly string[]; baseVersion: number; outputVersion: number; hyperparameters: Record<string, unknown> }): Promise<{ version: number; metrics: Record<string, unknown> }>;
 }
 
