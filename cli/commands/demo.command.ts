@@ -3,15 +3,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import { config } from '../../infra/config.js';
-import { createS3BlobStore } from '../../infra/blob/blob-store.s3.js';
 import { buildDefaultCorpus } from '../../corpus/default-corpus.js';
 import { capitalQuestions } from '../../corpus/demo-questions.js';
 import { repoRoot } from '../../infra/paths.js';
-import { createPool } from '../../infra/postgres/database.js';
-import { createPgPolicyVersionStore } from '../../infra/postgres/policy-version-store.pg.js';
+import { openServices } from '../../composition/services.js';
 import { stackUp } from '../../infra/services/stack.js';
 import { workerService } from '../../infra/services/workers.service.js';
-import { connectClient } from '../../infra/temporal/connection.js';
 import { parseRlHyperparameters, parseSftHyperparameters } from '../../gpu/train/train-step.schema.js';
 import { parseLearnerSettings } from '../../workflows/contracts/learner.input.js';
 import { taskQueueName } from '../../workflows/contracts/queues.js';
@@ -140,14 +137,14 @@ up on a GPU.
     await stackUp(settings, { workers: false, onStarted: (name, seconds) => console.error(`  ✓ ${name}${seconds >= 0.05 ? ` (${seconds.toFixed(1)} s)` : ''}`) });
     const webUi = settings.temporal.embedded ? `http://127.0.0.1:${settings.temporal.uiPort}/namespaces/${settings.temporal.namespace}/workflows` : null;
     if (webUi) console.error(`  Web UI: ${webUi}`);
-    const pool = createPool(settings.postgres.url, 4);
-    const blobs = createS3BlobStore(settings);
+    const services = openServices(settings, { poolSize: 4 });
+    const { pool, blobs } = services;
     try {
       phase('2/8 building the default corpus and knowledge base');
       const corpus = await buildDefaultCorpus(pool, { toolsDir: settings.toolsDir, onProgress: (message) => console.error(`  ${message}`) });
 
       phase('3/8 preparing SmolLM2-135M-Instruct as the local policy');
-      const versions = createPgPolicyVersionStore(pool);
+      const { versions } = services;
       if (!(await versions.latest())) await runChild(['model', 'prepare']);
       const startVersion = await startVersionFlag(versions, values['from-version'], 'from-version');
       console.error(`  starting from policy version ${startVersion}`);
@@ -161,7 +158,7 @@ up on a GPU.
       await blobs.put(datasetKey, train.slice(0, trainCount).map((row) => JSON.stringify(row)).join('\n'));
       console.error(`  ${trainCount} RL${warm ? `, ${sftCount} warm-start` : ''} and ${heldOut.length} held-out questions, e.g. "${train[0]!.question}" → ${train[0]!.answers[0]}`);
 
-      const client = await connectClient(settings, blobs);
+      const client = await services.client();
       const taskQueue = taskQueueName('agent', settings.taskQueuePrefix);
       phase('5/8 evaluating the base policy');
       const before = await evaluate(client, 'eval-before', heldOut, taskQueue, runId, maxTurns, maxNewTokens);
@@ -213,7 +210,6 @@ up on a GPU.
       phase('8/8 evaluating the trained policy');
       await restartInference(learned!.finalVersion);
       const after = await evaluate(client, 'eval-after', heldOut, taskQueue, runId, maxTurns, maxNewTokens);
-      await client.connection.close();
 
       const report = {
         runId, seconds: Math.round((Date.now() - startedAt) / 1000), webUi,
@@ -238,7 +234,7 @@ up on a GPU.
       console.log(`report: ${reportPath}`);
       return 0;
     } finally {
-      await pool.end();
+      await services.close();
     }
   },
 };

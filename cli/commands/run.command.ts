@@ -1,7 +1,6 @@
 import { config } from '../../infra/config.js';
-import { createS3BlobStore } from '../../infra/blob/blob-store.s3.js';
+import { openServices } from '../../composition/services.js';
 import { stackUp } from '../../infra/services/stack.js';
-import { connectClient } from '../../infra/temporal/connection.js';
 import { readJson, transcriptKeys, observationText, type GenerationRecord, type ToolsRecord } from '../../activities/agent/transcript.js';
 import type { BlobStore } from '../../activities/ports/blob-store.port.js';
 import { taskQueueName } from '../../workflows/contracts/queues.js';
@@ -71,8 +70,10 @@ the reward is computed against those gold answers. The trajectory survives a cra
     });
     const settings = config();
     await stackUp(settings, { workers: true });
-    const blobs = createS3BlobStore(settings);
-    const client = await connectClient(settings, blobs);
+    const services = openServices(settings);
+    try {
+    const { blobs } = services;
+    const client = await services.client();
     const workflowId = values.id ?? `run-${new Date().toISOString().replace(/[:.]/g, '-')}`;
     const handle = await client.workflow.start(trajectoryWorkflowType, {
       taskQueue: taskQueueName('agent', settings.taskQueuePrefix), workflowId, args: [input], staticSummary: `run: ${oneLine(question, 200)}`,
@@ -88,7 +89,9 @@ the reward is computed against those gold answers. The trajectory survives a cra
     for (; printed < result.turns; printed += 1) await printTurn(blobs, workflowId, printed, Boolean(values.verbose));
     console.log(`${result.stopReason} after ${result.turns} turns · answer ${JSON.stringify(result.answer)} · reward ${result.reward.toFixed(3)} ${JSON.stringify(result.rewardParts)}`);
     if (values.json) console.log(JSON.stringify(result));
-    await client.connection.close();
     return 0;
+    } finally {
+      await services.close();
+    }
   },
 };

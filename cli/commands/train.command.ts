@@ -1,11 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { config } from '../../infra/config.js';
-import { createS3BlobStore } from '../../infra/blob/blob-store.s3.js';
+import { openServices } from '../../composition/services.js';
 import { stackUp } from '../../infra/services/stack.js';
-import { createPool } from '../../infra/postgres/database.js';
-import { createPgPolicyVersionStore } from '../../infra/postgres/policy-version-store.pg.js';
-import { connectClient } from '../../infra/temporal/connection.js';
 import { parseQuestions } from '../../activities/learner.activities.js';
 import { parseRlHyperparameters } from '../../gpu/train/train-step.schema.js';
 import { parseLearnerInput } from '../../workflows/contracts/learner.input.js';
@@ -88,11 +85,11 @@ flag and the field).`,
     }, values.lr === undefined ? { ...learnerFlags, 'hyperparameters.learningRate': 'hyperparameters' } : learnerFlags);
     const settings = config();
     await stackUp(settings, { workers: true });
-    const blobs = createS3BlobStore(settings);
-    await blobs.put(datasetKey, text, 'application/x-ndjson');
-    const pool = createPool(settings.postgres.url, 2);
-    const startVersion = await startVersionFlag(createPgPolicyVersionStore(pool), values['start-version'], 'start-version').finally(() => pool.end());
-    const client = await connectClient(settings, blobs);
+    const services = openServices(settings);
+    try {
+    await services.blobs.put(datasetKey, text, 'application/x-ndjson');
+    const startVersion = await startVersionFlag(services.versions, values['start-version'], 'start-version');
+    const client = await services.client();
     const handle = await client.workflow.start(learnerWorkflowType, {
       taskQueue: taskQueueName('agent', settings.taskQueuePrefix), workflowId: `learner-${runId}`, staticSummary: `learner ${runId}`,
       args: [{ ...learnerInput, startVersion }],
@@ -107,7 +104,9 @@ flag and the field).`,
     for (const stats of result.history) console.log(`step ${stats.step} → v${stats.version}: mean reward ${stats.meanReward.toFixed(3)}, staleness ≤ ${stats.maxStaleness}, ${stats.trainSeconds.toFixed(1)} s`);
     console.log(`${result.steps} steps · ${result.consumed} trajectories used, ${result.dropped} dropped · ${result.samplesPerHour.toFixed(0)} samples/h · trainer busy ${(result.trainerBusy * 100).toFixed(0)} %`);
     if (values.json) console.log(JSON.stringify(result));
-    await client.connection.close();
     return 0;
+    } finally {
+      await services.close();
+    }
   },
 };

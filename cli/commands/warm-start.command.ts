@@ -2,11 +2,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import { config } from '../../infra/config.js';
-import { createS3BlobStore } from '../../infra/blob/blob-store.s3.js';
-import { createPool } from '../../infra/postgres/database.js';
-import { createPgPolicyVersionStore } from '../../infra/postgres/policy-version-store.pg.js';
+import { openServices } from '../../composition/services.js';
 import { stackUp } from '../../infra/services/stack.js';
-import { connectClient } from '../../infra/temporal/connection.js';
 import { parseQuestions } from '../../activities/learner.activities.js';
 import { parseSftHyperparameters } from '../../gpu/train/train-step.schema.js';
 import { taskQueueName } from '../../workflows/contracts/queues.js';
@@ -112,12 +109,11 @@ queue, publishing one new policy version. Survives any crash; watch it in the We
     }, warmStartFlags);
     const settings = config();
     await stackUp(settings, { workers: true });
-    const pool = createPool(settings.postgres.url, 2);
-    const blobs = createS3BlobStore(settings);
+    const services = openServices(settings);
     try {
-      const startVersion = await startVersionFlag(createPgPolicyVersionStore(pool), values['start-version'], 'start-version');
-      await blobs.put(datasetKey, text, 'application/x-ndjson');
-      const client = await connectClient(settings, blobs);
+      const startVersion = await startVersionFlag(services.versions, values['start-version'], 'start-version');
+      await services.blobs.put(datasetKey, text, 'application/x-ndjson');
+      const client = await services.client();
       const workflowId = `warm-start-${runId}`;
       const handle = await client.workflow.start(warmStartWorkflowType, {
         taskQueue: taskQueueName('agent', settings.taskQueuePrefix), workflowId, staticSummary: `warm start ${runId} (${source})`,
@@ -128,10 +124,9 @@ queue, publishing one new policy version. Survives any crash; watch it in the We
       for (const step of result.steps) console.log(`sft step ${step.step} → v${step.version}: ${step.trajectories} trajectories, loss ${String(step.metrics.loss ?? '?')}, ${step.trainSeconds.toFixed(1)} s`);
       console.log(`${result.kept} of ${result.finished} trajectories kept (mean reward ${result.meanReward.toFixed(3)}) · v${result.startVersion} → v${result.finalVersion}`);
       if (values.json) console.log(JSON.stringify(result));
-      await client.connection.close();
       return 0;
     } finally {
-      await pool.end();
+      await services.close();
     }
   },
 };
