@@ -25,6 +25,9 @@ fi
 echo "== lint (eslint layer rules + tsc)"
 lint_failed=0
 npx eslint . || lint_failed=1
+# One formatter for the whole tree at one line width: Prettier (TypeScript, JSON), ruff (the engine's Python). `npm run format` fixes.
+npx prettier --check --log-level warn . || { echo "formatting differs: run npm run format"; lint_failed=1; }
+"$LONGHAUL_TOOLS_DIR/venv/bin/ruff" format --check --quiet gpu/engine || { echo "formatting differs in gpu/engine: run npm run format"; lint_failed=1; }
 
 echo "== stack up ($LONGHAUL_HOME)"
 stack_started=$(date +%s)
