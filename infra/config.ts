@@ -37,7 +37,8 @@ export const environmentSchema = z.object({
     .describe('Temporal payloads larger than this go to the blob store; history keeps a reference.'),
   LONGHAUL_TASK_QUEUE_PREFIX: z.string().regex(/^[A-Za-z0-9._-]*$/, 'letters, digits, dot, underscore or hyphen only').default('')
     .describe('Prefix for every task queue name (isolates tests or tenants on one server).'),
-  LONGHAUL_LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info').describe('Log level of workers and CLI.'),
+  LONGHAUL_LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info')
+    .describe('Log level of the Temporal SDK in worker processes, its native core included (`debug` shows its debug logs, `warn` silences its info lines), and of the CLI (`debug` prints error stacks).'),
   LONGHAUL_TOOL_CACHE_TTL_SECONDS: z.coerce.number().int().min(0).max(30 * 86400).default(3600)
     .describe('How long a tool result stays cached by (tool, normalised input); 0 turns the cache off.'),
   LONGHAUL_ACCESS_PAGE_CHARS: z.coerce.number().int().min(200).max(1_000_000).default(5000)

@@ -5,6 +5,7 @@ import type { DataConverter } from '@temporalio/common';
 import type { Config } from '../config.js';
 import type { BlobStore } from '../../activities/ports/blob-store.port.js';
 import { createBlobPayloadCodec } from './blob-payload-codec.js';
+import { installWorkerRuntime } from './runtime.js';
 
 export function dataConverter(config: Config, store: BlobStore): DataConverter {
   return { payloadCodecs: [createBlobPayloadCodec(store, config.payloadThresholdBytes)] };
@@ -17,7 +18,9 @@ export async function connectClient(config: Config, store: BlobStore): Promise<C
   return new Client({ connection, namespace: config.temporal.namespace, dataConverter: dataConverter(config, store) });
 }
 
+/** A worker connection; installs this process's worker runtime (logging at LONGHAUL_LOG_LEVEL) on first use. */
 export async function connectWorker(config: Config): Promise<NativeConnection> {
+  installWorkerRuntime(config.logLevel);
   return NativeConnection.connect({ address: config.temporal.address }).catch((error: Error) => {
     throw new Error(`cannot reach Temporal at ${config.temporal.address}: ${error.message}. Run ./longhaul up, or set TEMPORAL_ADDRESS.`);
   });
