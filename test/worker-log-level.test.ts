@@ -25,7 +25,9 @@ test('LONGHAUL_LOG_LEVEL=debug shows the SDK\'s debug logs, =warn silences its i
   const warn = await workerOutput('warn');
   assert.match(debug, /\[DEBUG\] Creating worker/, debug);
   assert.match(debug, /\[INFO\] Worker state changed/, debug);
+  assert.match(debug, /DEBUG.*temporalio_sdk_core/, 'SDK Core\'s own debug lines');
   assert.doesNotMatch(warn, /\[(DEBUG|INFO)\]/, warn);
+  assert.doesNotMatch(warn, /temporalio_sdk_core/, warn);
   assert.match(warn, /polling task queue/, 'the worker started');
   assert.match(warn, /\[WARN\] No workflows registered/, 'warnings still print');
 });
