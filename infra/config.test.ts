@@ -94,7 +94,7 @@ test('the user\'s own temporal.toml is read only when TEMPORAL_PROFILE or TEMPOR
 
 test('a wrong Temporal config file or profile stops with a message naming it', () => {
   const { file, folder } = temporalConfigFile('[profile.default]\naddress = "no-port"\n\n[profile.tls]\naddress = "a:1"\n[profile.tls.tls]\nserver_ca_cert_path = "/nonexistent/ca.pem"\n');
-  assert.throws(() => loadConfig({ TEMPORAL_CONFIG_FILE: path.join(folder, 'missing.toml') }), /^ConfigError: TEMPORAL_CONFIG_FILE=".*missing\.toml" is invalid: no such file/);
+  assert.throws(() => loadConfig({ TEMPORAL_CONFIG_FILE: path.join(folder, 'missing.toml') }), /^LonghaulError: TEMPORAL_CONFIG_FILE=".*missing\.toml" is invalid: no such file/);
   assert.throws(() => loadConfig({ TEMPORAL_CONFIG_FILE: file, TEMPORAL_PROFILE: 'staging' }), /TEMPORAL_PROFILE="staging" is invalid: no \[profile\.staging\] in .*temporal\.toml/);
   assert.throws(() => loadConfig({ TEMPORAL_CONFIG_FILE: file }), /address "no-port" of Temporal profile default .* expected host:port/);
   assert.throws(() => loadConfig({ TEMPORAL_CONFIG_FILE: file, TEMPORAL_PROFILE: 'tls' }), /server_ca_cert_path "\/nonexistent\/ca\.pem" .*TEMPORAL_TLS_SERVER_CA_CERT_PATH.* no such file/);
