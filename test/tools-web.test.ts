@@ -67,7 +67,7 @@ test('web_fetch refuses a loopback server unless config allows it, without sendi
 test('web_fetch follows a redirect to readable text, and re-checks a redirect that points at cloud metadata', async () => {
   const fetcher = createHttpPageFetcher(options());
   const page = await fetcher.fetch(`${base}/hop`);
-  assert.deepEqual(page, { url: `${base}/article`, title: 'Tea & Biscuits', text: 'Tea\nMilk first ?\nNo, later.', contentType: 'text/html', cut: false });
+  assert.deepEqual(page, { url: `${base}/article`, title: 'Tea & Biscuits', text: 'Tea\n\nMilk first?\n\nNo, later.', contentType: 'text/html', cut: false });
   const metadata = await failure(fetcher.fetch(`${base}/to-metadata`));
   assert.equal(metadata.message, 'refused: 169.254.169.254 resolves to 169.254.169.254, a private, loopback or link-local address (allow it with LONGHAUL_WEB_FETCH_ALLOW)');
   assert.equal((await failure(fetcher.fetch(`${base}/loop`))).message, 'refused: more than 3 redirects');
@@ -89,7 +89,7 @@ test('web_fetch refuses non-text content, cuts a body at the byte cap and stops 
 test('the web_fetch tool shows the page text with its URL and marks a cut page', async () => {
   const tool = createWebFetchTool(createHttpPageFetcher(options({ maxBytes: 1024 })), 100);
   const article = await tool.execute({ url: `${base}/article` });
-  assert.equal(article.observation, `Tea & Biscuits (${base}/article)\nTea\nMilk first ?\nNo, later.`);
+  assert.equal(article.observation, `Tea & Biscuits (${base}/article)\nTea\n\nMilk first?\n\nNo, later.`);
   assert.equal(tool.judge(article), true);
   const big = await tool.execute({ url: `${base}/big` });
   assert.equal(big.observation, `${base}/big (${base}/big)\n${'z'.repeat(100)}\n[… 924 more characters]\n[… page cut at the byte limit]`);

@@ -1,3 +1,4 @@
+import type { ClientConfigTLS, ConfigDataSource } from '@temporalio/envconfig';
 import { config, environmentSchema } from '../../infra/config.js';
 import { parseFlags } from '../arguments.js';
 import type { Command } from '../command.js';
@@ -11,6 +12,13 @@ export function configMarkdownTable(): string {
     lines.push(`| \`${name}\` | ${fallback === undefined ? '—' : fallback === '' ? '(empty)' : `\`${String(fallback)}\``} | ${description} |`);
   }
   return lines.join('\n');
+}
+
+/** TLS settings with inline certificate and key data replaced by `***` (paths shown as they are). */
+function maskedTls(tls: ClientConfigTLS | null): object | null {
+  if (tls === null) return null;
+  const shown = (source: ConfigDataSource | undefined) => source === undefined ? undefined : 'path' in source ? source.path : '***';
+  return { ...tls, serverCACert: shown(tls.serverCACert), clientCert: shown(tls.clientCert), clientKey: shown(tls.clientKey) };
 }
 
 export const configCommand: Command = {
@@ -29,6 +37,7 @@ Prints the configuration read from the environment as JSON, secrets masked.
     const settings = config();
     console.log(JSON.stringify({
       ...settings, s3: { ...settings.s3, secretKey: '***' },
+      temporal: { ...settings.temporal, apiKey: settings.temporal.apiKey === null ? null : '***', tls: maskedTls(settings.temporal.tls) },
       policy: { ...settings.policy, openai: { ...settings.policy.openai, apiKey: settings.policy.openai.apiKey === null ? null : '***' } },
     }, null, 2));
     return 0;
