@@ -1,22 +1,22 @@
 /**
- * The agent, gpu-infer and tools workers in one process, over any policy backend and tool runner.
- * Used by tests and benchmarks (scripted policy and tools); production runs one process per queue.
+ * The agent, gpu-infer and tools workers in one process, over any policy backend and tool runner,
+ * serving the same activity sets as the worker processes (queue-activities.ts). Used by tests and
+ * benchmarks (scripted policy and tools); production runs one process per queue.
  */
 import { Worker } from '@temporalio/worker';
 import type pg from 'pg';
-import { createGenerateTurnActivities, createTurnToolActivities } from '../activities/agent/agent-turn.activities.js';
-import { createFinishActivities } from '../activities/agent/finish.activities.js';
 import type { BlobStore } from '../activities/ports/blob-store.port.js';
 import type { Judge } from '../activities/ports/judge.port.js';
 import type { PolicyBackend } from '../activities/ports/policy.port.js';
 import type { WeightSync } from '../activities/ports/weight-sync.port.js';
-import { createPolicyCapabilityActivities } from '../activities/policy.activities.js';
-import { createWeightSyncActivities } from '../activities/weight-sync.activities.js';
 import { configuredJudge } from '../infra/inference/openai.backend.js';
 import { noWeightSync } from '../infra/inference/weight-sync.js';
 import type { Config } from '../infra/config.js';
+import { createPgTrajectoryBuffer } from '../infra/postgres/buffer.pg.js';
+import { createPgSkeletonStepStore } from '../infra/postgres/skeleton-step-store.pg.js';
 import { createPgTrajectoryStore } from '../infra/postgres/trajectory-store.pg.js';
 import { connectWorker, dataConverter } from '../infra/temporal/connection.js';
+import { agentQueueActivities, inferenceQueueActivities, toolsQueueActivities } from './queue-activities.js';
 import { taskQueueName, type QueueRole } from '../workflows/contracts/queues.js';
 import type { ToolActivities } from '../workflows/contracts/tools.contract.js';
 import { workflowBundlePath } from '../infra/paths.js';
@@ -49,11 +49,12 @@ export async function createInProcessAgent(options: InProcessAgentOptions): Prom
   const roles = options.roles ?? ['agent', 'gpu-infer', 'tools'];
   const connection = await connectWorker(config);
   const activitiesOf: Partial<Record<QueueRole, object>> = {
-    agent: createFinishActivities({ blobs, trajectories: createPgTrajectoryStore(pool), judge: options.judge ?? configuredJudge(config.judge) }),
-    'gpu-infer': {
-      ...createGenerateTurnActivities({ blobs, backend }), ...createPolicyCapabilityActivities({ backend }), ...createWeightSyncActivities({ weightSync: options.weightSync ?? noWeightSync() }),
-    },
-    tools: createTurnToolActivities({ blobs, tools }),
+    agent: agentQueueActivities({
+      blobs, trajectories: createPgTrajectoryStore(pool), skeletonSteps: createPgSkeletonStepStore(pool), buffer: createPgTrajectoryBuffer(pool),
+      judge: options.judge ?? configuredJudge(config.judge),
+    }),
+    'gpu-infer': inferenceQueueActivities({ blobs, backend, weightSync: options.weightSync ?? noWeightSync() }),
+    tools: toolsQueueActivities({ blobs, tools }),
   };
   const workers = await Promise.all(roles.map((role) => Worker.create({
     connection, namespace: config.temporal.namespace, taskQueue: taskQueueName(role, prefix),

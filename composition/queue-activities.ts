@@ -1,0 +1,111 @@
+/**
+ * The activities each task queue serves, built in one place from adapters: the worker processes
+ * (workers/*.worker.ts, via `workerActivities`) and the in-process workers of tests and benchmarks
+ * (in-process-agent.ts) register the same sets, so a queue never serves a different API in process.
+ */
+import { createGenerateTurnActivities, createTurnToolActivities } from '../activities/agent/agent-turn.activities.js';
+import { createFinishActivities } from '../activities/agent/finish.activities.js';
+import { createBufferActivities } from '../activities/buffer.activities.js';
+import { createHealthActivities } from '../activities/health.activities.js';
+import { createLearnerActivities } from '../activities/learner.activities.js';
+import type { BlobStore } from '../activities/ports/blob-store.port.js';
+import type { TrajectoryBuffer } from '../activities/ports/buffer.port.js';
+import type { Judge } from '../activities/ports/judge.port.js';
+import type { PolicyBackend } from '../activities/ports/policy.port.js';
+import type { SkeletonStepStore } from '../activities/ports/skeleton-step-store.port.js';
+import type { TrajectoryStore } from '../activities/ports/trajectory-store.port.js';
+import type { WeightSync } from '../activities/ports/weight-sync.port.js';
+import { createPolicyActivities } from '../activities/policy.activities.js';
+import { createSkeletonActivities } from '../activities/skeleton.activities.js';
+import { createToolActivities } from '../activities/tools/run-tools.activities.js';
+import { createWeightSyncActivities } from '../activities/weight-sync.activities.js';
+import { createEngineActivities } from '../gpu/train/engine.activities.js';
+import { createTrainActivities } from '../gpu/train/train-step.activities.js';
+import { materializePolicyVersion } from '../gpu/infer/policy-store.js';
+import type { Config } from '../infra/config.js';
+import { configuredJudge } from '../infra/inference/openai.backend.js';
+import { createWeightSync } from '../infra/inference/weight-sync.js';
+import { enginePython } from '../infra/services/binaries.js';
+import { openSearchDatabase } from '../infra/search/open.js';
+import { createPgToolCallStore } from '../infra/search/tool-call-store.pg.js';
+import type { QueueRole } from '../workflows/contracts/queues.js';
+import type { ToolActivities } from '../workflows/contracts/tools.contract.js';
+import { createConfiguredBackend, lazyBackend, versionCacheDir } from './policy-backend.js';
+import { openServices } from './services.js';
+import { buildToolRegistry } from './tool-registry.js';
+
+/** agent: workflows' storage activities (skeleton steps, the trajectory record, the learner's dataset and buffer). */
+export function agentQueueActivities(deps: {
+  blobs: BlobStore; trajectories: TrajectoryStore; skeletonSteps: SkeletonStepStore; buffer: TrajectoryBuffer; judge?: Judge | undefined;
+}) {
+  return {
+    ...createHealthActivities('agent'),
+    ...createSkeletonActivities({ blobs: deps.blobs, steps: deps.skeletonSteps }),
+    ...createFinishActivities({ blobs: deps.blobs, trajectories: deps.trajectories, ...(deps.judge ? { judge: deps.judge } : {}) }),
+    ...createLearnerActivities({ blobs: deps.blobs }),
+    ...createBufferActivities({ buffer: deps.buffer }),
+  };
+}
+
+/** gpu-infer: generation (a turn, or a raw request), the backend's capabilities, and weight sync. */
+export function inferenceQueueActivities(deps: { blobs: BlobStore; backend: PolicyBackend; weightSync: WeightSync }) {
+  return {
+    ...createHealthActivities('gpu-infer'),
+    ...createPolicyActivities({ backend: deps.backend, blobs: deps.blobs }),
+    ...createGenerateTurnActivities({ backend: deps.backend, blobs: deps.blobs }),
+    ...createWeightSyncActivities({ weightSync: deps.weightSync }),
+  };
+}
+
+/** tools: a turn's tool calls, over a tool runner (the registry's, or a scripted one). */
+export function toolsQueueActivities(deps: { blobs: BlobStore; tools: Pick<ToolActivities, 'runTools'> & Partial<ToolActivities> }) {
+  return { ...createHealthActivities('tools'), ...deps.tools, ...createTurnToolActivities({ blobs: deps.blobs, tools: deps.tools }) };
+}
+
+export interface QueueActivities {
+  readonly activities: object;
+  close(): Promise<void>;
+}
+
+/** What the worker process of `role` serves, from the configuration. */
+export async function workerActivities(role: QueueRole, settings: Config, blobs: BlobStore): Promise<QueueActivities> {
+  switch (role) {
+    case 'agent': {
+      const services = openServices(settings, { poolSize: 10 });
+      const judge = configuredJudge(settings.judge);
+      const { trajectories, skeletonSteps, buffer } = services;
+      return { activities: agentQueueActivities({ blobs, trajectories, skeletonSteps, buffer, judge }), close: () => services.close() };
+    }
+    case 'gpu-infer': {
+      const services = openServices(settings, { poolSize: 2 });
+      const { versions } = services;
+      const backend = lazyBackend((version) => createConfiguredBackend(settings, { blobs, versions }, version), settings.policy.backend);
+      const weightSync = createWeightSync(settings.weightSync, {
+        local: backend, backend: settings.policy.backend, apiKey: settings.policy.openai.apiKey,
+        folderOf: async (version) => (await materializePolicyVersion({ blobs, versions, cacheDir: versionCacheDir(settings), version })).dir,
+      });
+      return {
+        activities: inferenceQueueActivities({ blobs, backend, weightSync }),
+        close: async () => { await backend.close(); await services.close(); },
+      };
+    }
+    case 'tools': {
+      const pool = await openSearchDatabase(settings, 8);
+      const registry = buildToolRegistry(settings, pool);
+      const tools = createToolActivities({ registry: registry.registry, store: createPgToolCallStore(pool), cacheTtlMs: settings.tools.cacheTtlSeconds * 1000 });
+      return { activities: toolsQueueActivities({ blobs, tools }), close: async () => { await registry.close(); await pool.end(); } };
+    }
+    case 'gpu-train': {
+      const services = openServices(settings, { poolSize: 4 });
+      const python = enginePython(settings.toolsDir);
+      return {
+        activities: {
+          ...createHealthActivities('gpu-train'),
+          ...createEngineActivities({ python }),
+          ...createTrainActivities({ blobs, versions: services.versions, trajectories: services.trajectories, python, home: settings.home }),
+        },
+        close: () => services.close(),
+      };
+    }
+  }
+}
