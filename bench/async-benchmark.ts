@@ -7,8 +7,6 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createScriptedPolicy } from '../test/doubles/scripted-policy.js';
 import { createScriptedTools } from '../test/doubles/scripted-tools.js';
-import { createBufferActivities } from '../activities/buffer.activities.js';
-import { createLearnerActivities } from '../activities/learner.activities.js';
 import { createInProcessAgent } from '../composition/in-process-agent.js';
 import type { Config } from '../infra/config.js';
 import { openServices } from '../composition/services.js';
@@ -61,7 +59,6 @@ async function runMode(config: Config, mode: LearnerMode, options: AsyncBenchmar
     config, blobs, pool, prefix, backend: createScriptedPolicy({ version: () => served }), tools: createScriptedTools(), maxConcurrentActivities: 400,
     roles: ['agent', 'gpu-infer', 'tools', 'gpu-train'],
     extraActivities: {
-      agent: { ...createLearnerActivities({ blobs }), ...createBufferActivities({ buffer: services.buffer }) },
       'gpu-train': { trainStep, checkHyperparameters },
     },
   });

@@ -9,10 +9,7 @@ import assert from 'node:assert/strict';
 import { ActivityFailure, ApplicationFailure, WorkflowFailedError } from '@temporalio/client';
 import { createScriptedPolicy } from './doubles/scripted-policy.js';
 import { createScriptedTools } from './doubles/scripted-tools.js';
-import { createBufferActivities } from '../activities/buffer.activities.js';
-import { createLearnerActivities } from '../activities/learner.activities.js';
 import { checkHyperparameters } from '../gpu/train/train-step.activities.js';
-import { createPgTrajectoryBuffer } from '../infra/postgres/buffer.pg.js';
 import { createInProcessAgent } from '../composition/in-process-agent.js';
 import { errorTypes } from '../workflows/contracts/errors.js';
 import { learnerWorkflowType } from '../workflows/contracts/learner.contract.js';
@@ -25,7 +22,6 @@ async function workers(context: TestContext, stepsTried: string[]) {
     config: context.config, blobs: context.blobs, pool: context.pool, prefix: context.config.taskQueuePrefix,
     backend: createScriptedPolicy({ version: () => 0 }), tools: createScriptedTools(), roles: ['agent', 'gpu-infer', 'tools', 'gpu-train'],
     extraActivities: {
-      agent: { ...createLearnerActivities({ blobs: context.blobs }), ...createBufferActivities({ buffer: createPgTrajectoryBuffer(context.pool) }) },
       'gpu-train': {
         checkHyperparameters,
         async trainStep() { stepsTried.push('trainStep'); throw new Error('no train step may run'); },

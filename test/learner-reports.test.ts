@@ -13,10 +13,7 @@ import path from 'node:path';
 import { Worker } from '@temporalio/worker';
 import { createScriptedPolicy } from './doubles/scripted-policy.js';
 import { createScriptedTools } from './doubles/scripted-tools.js';
-import { createBufferActivities } from '../activities/buffer.activities.js';
-import { createLearnerActivities } from '../activities/learner.activities.js';
 import { checkHyperparameters } from '../gpu/train/train-step.activities.js';
-import { createPgTrajectoryBuffer } from '../infra/postgres/buffer.pg.js';
 import { repoRoot, workflowBundlePath } from '../infra/paths.js';
 import { createInProcessAgent } from '../composition/in-process-agent.js';
 import { learnerStateQuery, learnerWorkflowType, type LearnerMode, type LearnerResult, type LearnerState } from '../workflows/contracts/learner.contract.js';
@@ -41,7 +38,6 @@ for (const mode of ['sync', 'async'] as const satisfies readonly LearnerMode[]) 
         config: context.config, blobs: context.blobs, pool: context.pool, prefix: context.config.taskQueuePrefix,
         backend: createScriptedPolicy({ version: () => served }), tools: createScriptedTools(), roles: ['agent', 'gpu-infer', 'tools', 'gpu-train'],
         extraActivities: {
-          agent: { ...createLearnerActivities({ blobs: context.blobs }), ...createBufferActivities({ buffer: createPgTrajectoryBuffer(context.pool) }) },
           'gpu-train': { checkHyperparameters, trainStep: async (input: { outputVersion: number }) => { served = input.outputVersion; return { version: input.outputVersion, metrics: {} }; } },
         },
       });

@@ -4,10 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { WorkflowFailedError } from '@temporalio/client';
 import { createScriptedPolicy } from './doubles/scripted-policy.js';
 import { createScriptedTools } from './doubles/scripted-tools.js';
-import { createBufferActivities } from '../activities/buffer.activities.js';
-import { createLearnerActivities } from '../activities/learner.activities.js';
 import { checkHyperparameters } from '../gpu/train/train-step.activities.js';
-import { createPgTrajectoryBuffer } from '../infra/postgres/buffer.pg.js';
 import { createInProcessAgent } from '../composition/in-process-agent.js';
 import { learnerStateQuery, learnerWorkflowType, pauseUpdate, resumeUpdate, type LearnerResult, type TrainStepInput } from '../workflows/contracts/learner.contract.js';
 import { openContext, uniquePrefix, waitUntil, type TestContext } from './helpers/stack.js';
@@ -20,7 +17,6 @@ async function learnerWorkers(context: TestContext, trainStep: (input: TrainStep
     config: context.config, blobs: context.blobs, pool: context.pool, prefix: context.config.taskQueuePrefix,
     backend: { ...scripted, generate: async (request, signal) => { await beforeGenerate(); return scripted.generate(request, signal); } }, tools: createScriptedTools(), roles: ['agent', 'gpu-infer', 'tools', 'gpu-train'],
     extraActivities: {
-      agent: { ...createLearnerActivities({ blobs: context.blobs }), ...createBufferActivities({ buffer: createPgTrajectoryBuffer(context.pool) }) },
       'gpu-train': { trainStep, checkHyperparameters },
     },
   });

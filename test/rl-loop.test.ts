@@ -16,15 +16,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { createScriptedTools } from './doubles/scripted-tools.js';
-import { createBufferActivities } from '../activities/buffer.activities.js';
-import { createLearnerActivities } from '../activities/learner.activities.js';
 import { createConfiguredBackend, lazyBackend } from '../composition/policy-backend.js';
 import { publishPolicyVersion } from '../gpu/infer/policy-store.js';
 import { testPython, tinyModelDir } from './doubles/test-model.js';
 import { createTrainActivities } from '../gpu/train/train-step.activities.js';
 import { trainingOf } from '../gpu/train/version-files.js';
 import { createWeightSync } from '../infra/inference/weight-sync.js';
-import { createPgTrajectoryBuffer } from '../infra/postgres/buffer.pg.js';
 import { createPgPolicyVersionStore } from '../infra/postgres/policy-version-store.pg.js';
 import { createPgTrajectoryStore } from '../infra/postgres/trajectory-store.pg.js';
 import { createInProcessAgent } from '../composition/in-process-agent.js';
@@ -66,7 +63,6 @@ test('the RL loop: onnx rollouts of the tiny model, a real trainStep, syncWeight
       roles: ['agent', 'gpu-infer', 'tools', 'gpu-train'],
       weightSync: createWeightSync({ kind: 'onnx', url: null }, { local: backend, folderOf: async () => '' }),
       extraActivities: {
-        agent: { ...createLearnerActivities({ blobs: context.blobs }), ...createBufferActivities({ buffer: createPgTrajectoryBuffer(context.pool) }) },
         'gpu-train': createTrainActivities({ blobs: context.blobs, versions, trajectories, python: testPython(), home, onnx: 'auto', threads: 2 }),
       },
     });

@@ -6,11 +6,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ApplicationFailure, WorkflowFailedError } from '@temporalio/client';
+import { checkHyperparameters } from '../gpu/train/train-step.activities.js';
 import { createScriptedTools } from './doubles/scripted-tools.js';
-import { createBufferActivities } from '../activities/buffer.activities.js';
-import { createLearnerActivities } from '../activities/learner.activities.js';
 import { createOpenAIBackend } from '../infra/inference/openai.backend.js';
-import { createPgTrajectoryBuffer } from '../infra/postgres/buffer.pg.js';
 import { createPgTrajectoryStore } from '../infra/postgres/trajectory-store.pg.js';
 import { createInProcessAgent } from '../composition/in-process-agent.js';
 import { learnerWorkflowType } from '../workflows/contracts/learner.contract.js';
@@ -63,8 +61,8 @@ test('the learner refuses at start, non-retryably, a policy backend that gives n
     await context.blobs.put(`${prefix}q.jsonl`, JSON.stringify({ id: 'q0', question: 'What is the capital of Peru?', answers: ['Lima'] }));
     const workers = await createInProcessAgent({
       config: context.config, blobs: context.blobs, pool: context.pool, prefix, tools: createScriptedTools(),
-      backend: createOpenAIBackend({ baseUrl: `${server.url}/v1`, model: 'smollm2-gguf' }), roles: ['agent', 'gpu-infer', 'tools'],
-      extraActivities: { agent: { ...createLearnerActivities({ blobs: context.blobs }), ...createBufferActivities({ buffer: createPgTrajectoryBuffer(context.pool) }) } },
+      backend: createOpenAIBackend({ baseUrl: `${server.url}/v1`, model: 'smollm2-gguf' }), roles: ['agent', 'gpu-infer', 'tools', 'gpu-train'],
+      extraActivities: { 'gpu-train': { checkHyperparameters } },
     });
     await assert.rejects(workers.run(() => context.client.workflow.execute(learnerWorkflowType, {
       taskQueue: context.queue('agent'), workflowId: `${prefix}learner`,

@@ -17,8 +17,6 @@ import { ApplicationFailure } from '@temporalio/common';
 import { Worker } from '@temporalio/worker';
 import { createScriptedPolicy } from './doubles/scripted-policy.js';
 import { createScriptedTools } from './doubles/scripted-tools.js';
-import { createBufferActivities } from '../activities/buffer.activities.js';
-import { createLearnerActivities } from '../activities/learner.activities.js';
 import type { GenerationBlob } from '../activities/policy.activities.js';
 import type { WeightSync } from '../activities/ports/weight-sync.port.js';
 import { createWeightSyncActivities } from '../activities/weight-sync.activities.js';
@@ -28,7 +26,6 @@ import { tinyModelDir } from './doubles/test-model.js';
 import { checkHyperparameters } from '../gpu/train/train-step.activities.js';
 import { createWeightSync } from '../infra/inference/weight-sync.js';
 import { createPgPolicyVersionStore } from '../infra/postgres/policy-version-store.pg.js';
-import { createPgTrajectoryBuffer } from '../infra/postgres/buffer.pg.js';
 import { connectWorker, dataConverter } from '../infra/temporal/connection.js';
 import { createInProcessAgent } from '../composition/in-process-agent.js';
 import { learnerWorkflowType, type LearnerResult, type SyncWeightsInput, type SyncWeightsResult } from '../workflows/contracts/learner.contract.js';
@@ -189,7 +186,6 @@ describe('weight sync into a serving policy', () => {
         config: learnerContext.config, blobs: learnerContext.blobs, pool: learnerContext.pool, prefix, backend: createScriptedPolicy({ version: () => served }),
         tools: createScriptedTools(), roles: ['agent', 'gpu-infer', 'tools', 'gpu-train'],
         extraActivities: {
-          agent: { ...createLearnerActivities({ blobs: learnerContext.blobs }), ...createBufferActivities({ buffer: createPgTrajectoryBuffer(learnerContext.pool) }) },
           'gpu-infer': { syncWeights: (input: SyncWeightsInput) => { synced.push(input); return recording.syncWeights(input); } },
           'gpu-train': { checkHyperparameters, trainStep: async (input: { outputVersion: number }) => { await sleep(200); return { version: input.outputVersion, metrics: {} }; } },
         },
