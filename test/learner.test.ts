@@ -130,7 +130,8 @@ test('pause stops admitting rollouts and resume continues; bad settings are refu
       // Pause while the first group is held in generation (maxInflight admits one group at a time), let it
       // finish, then wait until it was reported and trained on: an unpaused learner would have admitted
       // the next group by then.
-      await waitUntil(async () => (await handle.query(learnerStateQuery)).inflight > 0, 60_000, 'a group in flight');
+      const startedChildren = async () => ((await handle.fetchHistory()).events ?? []).filter((event) => event.startChildWorkflowExecutionInitiatedEventAttributes).length;
+      await waitUntil(async () => (await handle.query(learnerStateQuery)).inflight > 0 && (await startedChildren()) === 2, 60_000, 'a group in flight, both its children started');
       const paused = await handle.executeUpdate(pauseUpdate);
       assert.equal(paused.paused, true);
       openGate();
