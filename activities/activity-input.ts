@@ -8,5 +8,8 @@ export function parseActivityInput<T>(activity: string, schema: z.ZodType<T>, ra
   const parsed = schema.safeParse(raw);
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0]!;
-  throw toApplicationFailure(new LonghaulError(errorTypes.invalidInput, issue.message, { field: issue.path.join('.') || 'input' }), activity);
+  throw toApplicationFailure(
+    new LonghaulError(errorTypes.invalidInput, issue.message, { field: issue.path.join('.') || 'input' }),
+    activity,
+  );
 }

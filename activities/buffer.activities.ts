@@ -13,10 +13,17 @@ const runId = z.string().min(1).max(200);
 const version = z.number().int().min(0);
 const eta = z.number().int().min(0);
 
-const claimSchema = z.object({
-  runId, step: z.number().int().min(0), batchSize: z.number().int().min(1).max(100_000), currentVersion: version, eta,
-  selection: z.enum(batchSelections).default('freshest'), minGroupSize: z.number().int().min(1).optional(),
-}).strict();
+const claimSchema = z
+  .object({
+    runId,
+    step: z.number().int().min(0),
+    batchSize: z.number().int().min(1).max(100_000),
+    currentVersion: version,
+    eta,
+    selection: z.enum(batchSelections).default('freshest'),
+    minGroupSize: z.number().int().min(1).optional(),
+  })
+  .strict();
 const dropSchema = z.object({ runId, trajectoryIds: z.array(z.string().min(1)).max(100_000), reason: z.string().min(1).max(200) }).strict();
 const staleSchema = z.object({ runId, currentVersion: version, eta }).strict();
 

@@ -9,12 +9,18 @@ import type { BlobStore } from './ports/blob-store.port.js';
 import type { QuestionRow } from '../workflows/contracts/learner.contract.js';
 import { errorTypes } from '../workflows/contracts/errors.js';
 
-const rowSchema = z.object({
-  id: z.union([z.string().min(1), z.number()]).transform(String),
-  question: z.string().min(1),
-  answers: z.array(z.string()).min(1),
-  goldTurns: z.array(z.string().refine((turn) => turn.trim() !== '', 'a gold turn must not be empty')).min(1).max(1000).optional(),
-}).strip();
+const rowSchema = z
+  .object({
+    id: z.union([z.string().min(1), z.number()]).transform(String),
+    question: z.string().min(1),
+    answers: z.array(z.string()).min(1),
+    goldTurns: z
+      .array(z.string().refine((turn) => turn.trim() !== '', 'a gold turn must not be empty'))
+      .min(1)
+      .max(1000)
+      .optional(),
+  })
+  .strip();
 
 /** Parse a questions JSONL; a bad line is reported by number and field. */
 export function parseQuestions(text: string, source: string): QuestionRow[] {
@@ -30,7 +36,10 @@ export function parseQuestions(text: string, source: string): QuestionRow[] {
     const parsed = rowSchema.safeParse(value);
     if (!parsed.success) {
       const issue = parsed.error.issues[0]!;
-      throw ApplicationFailure.nonRetryable(`${source}:${index + 1}: ${issue.path.join('.') || 'row'}: ${issue.message}`, errorTypes.invalidInput);
+      throw ApplicationFailure.nonRetryable(
+        `${source}:${index + 1}: ${issue.path.join('.') || 'row'}: ${issue.message}`,
+        errorTypes.invalidInput,
+      );
     }
     rows.push(parsed.data);
   });
@@ -43,7 +52,8 @@ export function createLearnerActivities({ blobs }: { blobs: BlobStore }) {
     async loadQuestion({ datasetKey, index }: { datasetKey: string; index: number }): Promise<QuestionRow | null> {
       let rows = cache.get(datasetKey);
       if (!rows) {
-        if (!(await blobs.exists(datasetKey))) throw ApplicationFailure.nonRetryable(`datasetKey: no blob "${datasetKey}" in the blob store`, errorTypes.invalidInput);
+        if (!(await blobs.exists(datasetKey)))
+          throw ApplicationFailure.nonRetryable(`datasetKey: no blob "${datasetKey}" in the blob store`, errorTypes.invalidInput);
         rows = parseQuestions((await blobs.get(datasetKey)).toString('utf8'), datasetKey);
         cache.set(datasetKey, rows);
       }

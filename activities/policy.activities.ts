@@ -9,7 +9,13 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import { z } from 'zod';
 import type { BlobStore } from './ports/blob-store.port.js';
 import {
-  finishReasons, generatedTokenCount, tokenCountSources, trainingFields, type GenerateRequest, type GenerateResult, type PolicyBackend,
+  finishReasons,
+  generatedTokenCount,
+  tokenCountSources,
+  trainingFields,
+  type GenerateRequest,
+  type GenerateResult,
+  type PolicyBackend,
 } from './ports/policy.port.js';
 import { generateRequestSchema } from './ports/policy-request.schema.js';
 import { errorTypes } from '../workflows/contracts/errors.js';
@@ -41,18 +47,31 @@ export interface GenerationBlob extends GenerateResult {
   readonly key: string;
 }
 
-const keySchema = z.string().min(1).max(512).regex(/^[A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)*$/, 'expected segments of letters, digits, ".", "_" or "-" separated by "/"')
+const keySchema = z
+  .string()
+  .min(1)
+  .max(512)
+  .regex(/^[A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)*$/, 'expected segments of letters, digits, ".", "_" or "-" separated by "/"')
   .refine((key) => !key.split('/').some((segment) => segment === '.' || segment === '..'), 'must not contain "." or ".." segments');
 
 const inputSchema = z.object({ key: keySchema, request: generateRequestSchema, resumeFrom: keySchema.optional() }).strict();
 
 const blobSchema = z.object({
-  key: z.string(), text: z.string(), promptTokenIds: z.array(z.number().int()), tokenIds: z.array(z.number().int()),
-  logprobs: z.array(z.number()), tokenVersions: z.array(z.number().int()), policyVersion: z.number().int(),
+  key: z.string(),
+  text: z.string(),
+  promptTokenIds: z.array(z.number().int()),
+  tokenIds: z.array(z.number().int()),
+  logprobs: z.array(z.number()),
+  tokenVersions: z.array(z.number().int()),
+  policyVersion: z.number().int(),
   finishReason: z.enum(finishReasons),
-  untrainable: z.object({
-    missing: z.array(z.enum(trainingFields)), generatedTokens: z.number().int().min(0), countedFrom: z.enum(tokenCountSources),
-  }).optional(),
+  untrainable: z
+    .object({
+      missing: z.array(z.enum(trainingFields)),
+      generatedTokens: z.number().int().min(0),
+      countedFrom: z.enum(tokenCountSources),
+    })
+    .optional(),
 });
 
 export const generationBlobKey = (key: string) => `generations/${key}.json`;
@@ -65,7 +84,10 @@ export interface PolicyActivityDependencies {
 }
 
 /** `policyCapabilities`: what the backend's generations carry (an OpenAI-compatible server is probed; unreachable: retried). */
-export function createPolicyCapabilityActivities({ backend, heartbeatMs = 1000 }: Pick<PolicyActivityDependencies, 'backend' | 'heartbeatMs'>) {
+export function createPolicyCapabilityActivities({
+  backend,
+  heartbeatMs = 1000,
+}: Pick<PolicyActivityDependencies, 'backend' | 'heartbeatMs'>) {
   return {
     async policyCapabilities(): Promise<PolicyCapabilitiesResult> {
       const context = Context.current();
@@ -87,14 +109,19 @@ export function createPolicyActivities({ backend, blobs, heartbeatMs = 1000 }: P
     const blobKey = generationBlobKey(key);
     if (!(await blobs.exists(blobKey))) return undefined;
     const parsed = blobSchema.safeParse(JSON.parse((await blobs.get(blobKey)).toString('utf8')) as unknown);
-    if (!parsed.success) throw ApplicationFailure.nonRetryable(`generate: ${blobKey} is not a generation record: ${parsed.error.issues[0]!.message}`, errorTypes.corrupt);
+    if (!parsed.success)
+      throw ApplicationFailure.nonRetryable(
+        `generate: ${blobKey} is not a generation record: ${parsed.error.issues[0]!.message}`,
+        errorTypes.corrupt,
+      );
     return parsed.data;
   }
 
   async function resumedRequest(request: GenerateRequest, resumeFrom: string | undefined): Promise<GenerateRequest> {
     if (resumeFrom === undefined) return request;
     const earlier = await readRecord(resumeFrom);
-    if (!earlier) throw ApplicationFailure.nonRetryable(`generate: resumeFrom: no generation stored under "${resumeFrom}"`, errorTypes.invalidInput);
+    if (!earlier)
+      throw ApplicationFailure.nonRetryable(`generate: resumeFrom: no generation stored under "${resumeFrom}"`, errorTypes.invalidInput);
     return { ...request, prefixTokenIds: earlier.tokenIds, prefixLogprobs: earlier.logprobs, prefixTokenVersions: earlier.tokenVersions };
   }
 
@@ -117,8 +144,14 @@ export function createPolicyActivities({ backend, blobs, heartbeatMs = 1000 }: P
         clearInterval(beat);
       }
       const record: GenerationBlob = {
-        key, text: result.text, promptTokenIds: result.promptTokenIds, tokenIds: result.tokenIds, logprobs: result.logprobs,
-        tokenVersions: result.tokenVersions, policyVersion: result.policyVersion, finishReason: result.finishReason,
+        key,
+        text: result.text,
+        promptTokenIds: result.promptTokenIds,
+        tokenIds: result.tokenIds,
+        logprobs: result.logprobs,
+        tokenVersions: result.tokenVersions,
+        policyVersion: result.policyVersion,
+        finishReason: result.finishReason,
         ...(result.untrainable ? { untrainable: result.untrainable } : {}),
       };
       await blobs.put(generationBlobKey(key), JSON.stringify(record), 'application/json');
@@ -133,8 +166,12 @@ export function createPolicyActivities({ backend, blobs, heartbeatMs = 1000 }: P
 
 function summarize(record: GenerationBlob): GenerateActivityResult {
   return {
-    text: record.text, blobKey: generationBlobKey(record.key), policyVersion: record.policyVersion,
-    finishReason: record.finishReason, promptTokens: record.promptTokenIds.length, generatedTokens: generatedTokenCount(record),
+    text: record.text,
+    blobKey: generationBlobKey(record.key),
+    policyVersion: record.policyVersion,
+    finishReason: record.finishReason,
+    promptTokens: record.promptTokenIds.length,
+    generatedTokens: generatedTokenCount(record),
   };
 }
 

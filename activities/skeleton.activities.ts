@@ -23,13 +23,28 @@ export function createSkeletonActivities({ blobs, steps }: SkeletonDependencies)
       const blobKey = `skeleton/${input.workflowId}/${String(input.step).padStart(6, '0')}.json`;
       const body = JSON.stringify({ workflowId: input.workflowId, step: input.step });
       await blobs.put(blobKey, body, 'application/json');
-      const { inserted } = await steps.record({ workflowId: input.workflowId, step: input.step, blobKey, attempt: Context.current().info.attempt });
+      const { inserted } = await steps.record({
+        workflowId: input.workflowId,
+        step: input.step,
+        blobKey,
+        attempt: Context.current().info.attempt,
+      });
       return { blobKey, inserted };
     },
 
     /** A deterministic text of exactly `bytes` ASCII bytes. */
     async makePayload(rawInput: { bytes: number }): Promise<string> {
-      const { bytes } = parseActivityInput('makePayload', z.object({ bytes: z.number().int().min(1).max(64 * 1024 * 1024) }), rawInput);
+      const { bytes } = parseActivityInput(
+        'makePayload',
+        z.object({
+          bytes: z
+            .number()
+            .int()
+            .min(1)
+            .max(64 * 1024 * 1024),
+        }),
+        rawInput,
+      );
       const line = 'longhaul large payload line 0123456789abcdefghijklmnopqrstuvwxyz\n';
       return line.repeat(Math.ceil(bytes / line.length)).slice(0, bytes);
     },

@@ -11,10 +11,12 @@ import type { SyncWeightsInput, SyncWeightsResult } from '../workflows/contracts
 import { toApplicationFailure } from '../workflows/contracts/application-failure.js';
 import { parseActivityInput } from './activity-input.js';
 
-const inputSchema = z.object({
-  runId: z.string().min(1, 'expected the learner run id').max(512),
-  version: z.number().int('expected an integer policy version').min(0, 'expected a policy version ≥ 0'),
-}).strict();
+const inputSchema = z
+  .object({
+    runId: z.string().min(1, 'expected the learner run id').max(512),
+    version: z.number().int('expected an integer policy version').min(0, 'expected a policy version ≥ 0'),
+  })
+  .strict();
 
 export interface WeightSyncActivityDependencies {
   readonly weightSync: WeightSync;
@@ -34,9 +36,17 @@ export function createWeightSyncActivities({ weightSync, heartbeatMs = 2000 }: W
       const timer = setInterval(beat, heartbeatMs);
       const started = performance.now();
       try {
-        await weightSync.sync(version, (next) => { phase = next; beat(); }, context.cancellationSignal);
+        await weightSync.sync(
+          version,
+          (next) => {
+            phase = next;
+            beat();
+          },
+          context.cancellationSignal,
+        );
       } catch (error) {
-        if (context.cancellationSignal.aborted && !(error instanceof ApplicationFailure)) throw new CancelledFailure(`syncWeights of policy version ${version} cancelled`);
+        if (context.cancellationSignal.aborted && !(error instanceof ApplicationFailure))
+          throw new CancelledFailure(`syncWeights of policy version ${version} cancelled`);
         throw toApplicationFailure(error, `syncWeights (${weightSync.kind})`);
       } finally {
         clearInterval(timer);

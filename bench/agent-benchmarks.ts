@@ -52,22 +52,59 @@ export async function runOverheadBenchmark(config: Config, turns: number, log: (
     const { finishTrajectory } = createFinishActivities({ blobs, trajectories: services.trajectories });
     const baselineId = `${prefix}baseline`;
     const baseline: number[] = [];
-    const prompt: GenerateTurnInput['prompt'] = { protocol: 'tags', contextMode: 'full', recentChars: 25_000, tools: ['search', 'access', 'answer'], template: 'chatml' };
+    const prompt: GenerateTurnInput['prompt'] = {
+      protocol: 'tags',
+      contextMode: 'full',
+      recentChars: 25_000,
+      tools: ['search', 'access', 'answer'],
+      template: 'chatml',
+    };
     for (let turn = 0; turn < turns; turn += 1) {
       const startedAt = performance.now();
-      const result = await generate({ trajectoryId: baselineId, turn, question, prompt, maxNewTokens: 512, maxCallsPerTurn: 1, temperature: 0, seed: 0, policyVersion: 0 }, { heartbeat: () => undefined });
+      const result = await generate(
+        {
+          trajectoryId: baselineId,
+          turn,
+          question,
+          prompt,
+          maxNewTokens: 512,
+          maxCallsPerTurn: 1,
+          temperature: 0,
+          seed: 0,
+          policyVersion: 0,
+        },
+        { heartbeat: () => undefined },
+      );
       if (result.action.kind === 'tools') await runTurnTools({ trajectoryId: baselineId, turn, maxObservationChars: 5000 });
       baseline.push(performance.now() - startedAt);
     }
-    await finishTrajectory({ trajectoryId: baselineId, question, answers: ['done'], questionId: '', dataset: 'bench', runId: '', turns, stopReason: 'answered', answer: 'done', invalidSteps: 0, generatedTokens: 0, versionsUsed: [0], rewardMetric: 'f1' });
+    await finishTrajectory({
+      trajectoryId: baselineId,
+      question,
+      answers: ['done'],
+      questionId: '',
+      dataset: 'bench',
+      runId: '',
+      turns,
+      stopReason: 'answered',
+      answer: 'done',
+      invalidSteps: 0,
+      generatedTokens: 0,
+      versionsUsed: [0],
+      rewardMetric: 'f1',
+    });
 
     log(`temporal: ${turns} turns through the trajectory workflow…`);
     const client = await services.client();
     const agent = await createInProcessAgent({ config, blobs, pool, backend: policy, tools, prefix });
     const workflowId = `${prefix}temporal`;
-    await agent.run(() => client.workflow.execute(trajectoryWorkflowType, {
-      taskQueue: taskQueueName('agent', prefix), workflowId, args: [{ question, answers: ['done'], dataset: 'bench', limits: { maxTurns: turns } }],
-    }));
+    await agent.run(() =>
+      client.workflow.execute(trajectoryWorkflowType, {
+        taskQueue: taskQueueName('agent', prefix),
+        workflowId,
+        args: [{ question, answers: ['done'], dataset: 'bench', limits: { maxTurns: turns } }],
+      }),
+    );
     const history = await client.workflow.getHandle(workflowId).fetchHistory();
     const described = await client.workflow.getHandle(workflowId).describe();
     const scheduled = (history.events ?? [])
@@ -77,8 +114,14 @@ export async function runOverheadBenchmark(config: Config, turns: number, log: (
     const baselineP50 = percentile(baseline, 50);
     const temporalP50 = percentile(temporal, 50);
     return {
-      turns, baseline_per_turn_ms_p50: round(baselineP50), temporal_per_turn_ms_p50: round(temporalP50), temporal_per_turn_ms_p95: round(percentile(temporal, 95)),
-      per_turn_overhead_ms_p50: round(temporalP50 - baselineP50), ratio_p50: round(temporalP50 / baselineP50), history_bytes: described.historySize ?? 0, history_events: described.historyLength,
+      turns,
+      baseline_per_turn_ms_p50: round(baselineP50),
+      temporal_per_turn_ms_p50: round(temporalP50),
+      temporal_per_turn_ms_p95: round(percentile(temporal, 95)),
+      per_turn_overhead_ms_p50: round(temporalP50 - baselineP50),
+      ratio_p50: round(temporalP50 / baselineP50),
+      history_bytes: described.historySize ?? 0,
+      history_events: described.historyLength,
     };
   } finally {
     await services.close();
@@ -103,37 +146,62 @@ function peakRssMb(pid: number): number {
 }
 
 /** N trajectories at once; the agent worker runs as its own process so its memory is measured alone. */
-export async function runConcurrencyBenchmark(config: Config, inflight: number, turns: number, log: (line: string) => void): Promise<ConcurrencyResult> {
+export async function runConcurrencyBenchmark(
+  config: Config,
+  inflight: number,
+  turns: number,
+  log: (line: string) => void,
+): Promise<ConcurrencyResult> {
   const services = openServices(config, { poolSize: 8 });
   const { blobs, pool } = services;
   const prefix = `bench-concurrency-${randomUUID().slice(0, 8)}-`;
   const worker = spawn(process.execPath, [path.join(repoRoot, 'dist', 'workers', 'agent.worker.js')], {
-    env: { ...process.env, LONGHAUL_TASK_QUEUE_PREFIX: prefix }, stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, LONGHAUL_TASK_QUEUE_PREFIX: prefix },
+    stdio: ['ignore', 'pipe', 'inherit'],
   });
   await new Promise<void>((resolve, reject) => {
-    worker.stdout!.on('data', (chunk: Buffer) => { if (chunk.toString().includes('polling')) resolve(); });
+    worker.stdout!.on('data', (chunk: Buffer) => {
+      if (chunk.toString().includes('polling')) resolve();
+    });
     worker.once('exit', (code) => reject(new Error(`agent worker exited with ${code}`)));
   });
   let rssMax = 0;
-  const sampler = setInterval(() => { rssMax = Math.max(rssMax, peakRssMb(worker.pid!)); }, 500);
+  const sampler = setInterval(() => {
+    rssMax = Math.max(rssMax, peakRssMb(worker.pid!));
+  }, 500);
   const client = await services.client();
   const helpers = await createInProcessAgent({
-    config, blobs, pool, prefix, roles: ['gpu-infer', 'tools'], backend: createScriptedPolicy(), tools: createScriptedTools(), maxConcurrentActivities: inflight * 2,
+    config,
+    blobs,
+    pool,
+    prefix,
+    roles: ['gpu-infer', 'tools'],
+    backend: createScriptedPolicy(),
+    tools: createScriptedTools(),
+    maxConcurrentActivities: inflight * 2,
   });
   const startedAt = Date.now();
   try {
     const outcomes = await helpers.run(async () => {
       log(`starting ${inflight} trajectories of ${turns} turns…`);
-      const handles = await Promise.all(Array.from({ length: inflight }, (_, index) => client.workflow.start(trajectoryWorkflowType, {
-        taskQueue: taskQueueName('agent', prefix), workflowId: `${prefix}${index}`,
-        args: [{ question: `script:{"turns":${turns},"answer":"done","delayMs":200}`, answers: ['done'], dataset: 'bench' }],
-      })));
+      const handles = await Promise.all(
+        Array.from({ length: inflight }, (_, index) =>
+          client.workflow.start(trajectoryWorkflowType, {
+            taskQueue: taskQueueName('agent', prefix),
+            workflowId: `${prefix}${index}`,
+            args: [{ question: `script:{"turns":${turns},"answer":"done","delayMs":200}`, answers: ['done'], dataset: 'bench' }],
+          }),
+        ),
+      );
       return Promise.allSettled(handles.map((handle) => handle.result()));
     });
     rssMax = Math.max(rssMax, peakRssMb(worker.pid!));
     return {
-      inflight, completed: outcomes.filter((outcome) => outcome.status === 'fulfilled').length, failed: outcomes.filter((outcome) => outcome.status === 'rejected').length,
-      rss_mb_max: round(rssMax, 1), seconds: round((Date.now() - startedAt) / 1000, 1),
+      inflight,
+      completed: outcomes.filter((outcome) => outcome.status === 'fulfilled').length,
+      failed: outcomes.filter((outcome) => outcome.status === 'rejected').length,
+      rss_mb_max: round(rssMax, 1),
+      seconds: round((Date.now() - startedAt) / 1000, 1),
     };
   } finally {
     clearInterval(sampler);

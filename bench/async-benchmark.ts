@@ -44,9 +44,13 @@ async function runMode(config: Config, mode: LearnerMode, options: AsyncBenchmar
   const { blobs, pool } = services;
   const prefix = `bench-async-${mode}-${randomUUID().slice(0, 8)}-`;
   const datasetKey = `bench/async/${prefix}questions.jsonl`;
-  const lines = Array.from({ length: options.questions }, (_, index) => JSON.stringify({
-    id: `q${index}`, question: `script:{"turns":${longTailTurns(index, options.maxTurns)},"delayMs":${options.turnDelayMs},"answer":"a"}`, answers: ['a'],
-  }));
+  const lines = Array.from({ length: options.questions }, (_, index) =>
+    JSON.stringify({
+      id: `q${index}`,
+      question: `script:{"turns":${longTailTurns(index, options.maxTurns)},"delayMs":${options.turnDelayMs},"answer":"a"}`,
+      answers: ['a'],
+    }),
+  );
   await blobs.put(datasetKey, lines.join('\n'));
   let served = 0;
   const trainStep = async (input: TrainStepInput) => {
@@ -56,22 +60,45 @@ async function runMode(config: Config, mode: LearnerMode, options: AsyncBenchmar
   };
   const client = await services.client();
   const workers = await createInProcessAgent({
-    config, blobs, pool, prefix, backend: createScriptedPolicy({ version: () => served }), tools: createScriptedTools(), maxConcurrentActivities: 400,
+    config,
+    blobs,
+    pool,
+    prefix,
+    backend: createScriptedPolicy({ version: () => served }),
+    tools: createScriptedTools(),
+    maxConcurrentActivities: 400,
     roles: ['agent', 'gpu-infer', 'tools', 'gpu-train'],
     extraActivities: {
       'gpu-train': { trainStep, checkHyperparameters },
     },
   });
-  log(`${mode}: ${options.steps} steps of ${options.batchSize} trajectories (G=${options.groupSize}, η=${options.eta}), ${options.stepSeconds} s per step…`);
+  log(
+    `${mode}: ${options.steps} steps of ${options.batchSize} trajectories (G=${options.groupSize}, η=${options.eta}), ${options.stepSeconds} s per step…`,
+  );
   try {
-    const result = await workers.run(() => client.workflow.execute(learnerWorkflowType, {
-      taskQueue: taskQueueName('agent', prefix), workflowId: `${prefix}learner`,
-      args: [{
-        runId: `${prefix}run`, datasetKey,
-        settings: { mode, groupSize: options.groupSize, batchSize: options.batchSize, maxSteps: options.steps, eta: options.eta, maxInflight: options.maxInflight, dropEqualRewardGroups: false, interruptOnPublish: false },
-        trajectory: { limits: { maxTurns: options.maxTurns, maxRepeats: 0 } },
-      }],
-    })) as LearnerResult;
+    const result = (await workers.run(() =>
+      client.workflow.execute(learnerWorkflowType, {
+        taskQueue: taskQueueName('agent', prefix),
+        workflowId: `${prefix}learner`,
+        args: [
+          {
+            runId: `${prefix}run`,
+            datasetKey,
+            settings: {
+              mode,
+              groupSize: options.groupSize,
+              batchSize: options.batchSize,
+              maxSteps: options.steps,
+              eta: options.eta,
+              maxInflight: options.maxInflight,
+              dropEqualRewardGroups: false,
+              interruptOnPublish: false,
+            },
+            trajectory: { limits: { maxTurns: options.maxTurns, maxRepeats: 0 } },
+          },
+        ],
+      }),
+    )) as LearnerResult;
     log(`${mode}: ${result.steps} steps in ${result.wallSeconds.toFixed(0)} s, trainer busy ${(result.trainerBusy * 100).toFixed(0)} %`);
     return result;
   } finally {
@@ -83,11 +110,18 @@ export async function runAsyncBenchmark(config: Config, options: AsyncBenchmarkO
   const sync = await runMode(config, 'sync', options, log);
   const asyncResult = await runMode(config, 'async', options, log);
   const figures = (result: LearnerResult) => ({
-    samples_per_hour: round(result.samplesPerHour, 1), trainer_busy: round(result.trainerBusy), max_staleness: result.maxStaleness,
-    wall_seconds: round(result.wallSeconds, 1), steps: result.steps, consumed: result.consumed,
+    samples_per_hour: round(result.samplesPerHour, 1),
+    trainer_busy: round(result.trainerBusy),
+    max_staleness: result.maxStaleness,
+    wall_seconds: round(result.wallSeconds, 1),
+    steps: result.steps,
+    consumed: result.consumed,
   });
   return {
-    sync: figures(sync), async: figures(asyncResult), speedup: round(asyncResult.samplesPerHour / Math.max(1e-9, sync.samplesPerHour), 2),
-    eta: options.eta, workload: options,
+    sync: figures(sync),
+    async: figures(asyncResult),
+    speedup: round(asyncResult.samplesPerHour / Math.max(1e-9, sync.samplesPerHour), 2),
+    eta: options.eta,
+    workload: options,
   };
 }

@@ -58,7 +58,12 @@ async function runSequence(model: OnnxModel, prompt: number[], decode: number, s
   return { prefillMs };
 }
 
-async function measure(model: OnnxModel, tokenizer: BpeTokenizer, options: InferBenchmarkOptions, sequences: number): Promise<ConcurrencyFigures> {
+async function measure(
+  model: OnnxModel,
+  tokenizer: BpeTokenizer,
+  options: InferBenchmarkOptions,
+  sequences: number,
+): Promise<ConcurrencyFigures> {
   const prompts = Array.from({ length: sequences }, (_, index) => promptIds(tokenizer, options.promptTokens, index));
   // Prefill alone (all sequences at once), then prefill + decode; decode throughput from the difference.
   let started = performance.now();
@@ -82,10 +87,17 @@ export async function runInferBenchmark(options: InferBenchmarkOptions) {
   const manifest = readManifest(options.modelDir);
   const before = process.memoryUsage().rss;
   let peak = before;
-  const sampler = setInterval(() => { peak = Math.max(peak, process.memoryUsage().rss); }, 20);
+  const sampler = setInterval(() => {
+    peak = Math.max(peak, process.memoryUsage().rss);
+  }, 20);
   try {
     const tokenizer = BpeTokenizer.fromFile(path.join(options.modelDir, 'tokenizer.json'));
-    const model = await OnnxModel.load({ modelDir: options.modelDir, manifest, threads: options.threads, executionProviders: [options.executionProvider] });
+    const model = await OnnxModel.load({
+      modelDir: options.modelDir,
+      manifest,
+      threads: options.threads,
+      executionProviders: [options.executionProvider],
+    });
     const loaded = process.memoryUsage().rss;
     log(`loaded ${manifest.name} (${model.executionProvider}); RSS ${megabytes(loaded)} MiB`);
     await model.step(promptIds(tokenizer, 16, 99), model.emptyCache());
@@ -96,8 +108,12 @@ export async function runInferBenchmark(options: InferBenchmarkOptions) {
     }
     await model.close();
     return {
-      model: manifest.name, parameters: manifest.parameters, execution_provider: model.executionProvider, threads: options.threads,
-      prompt_tokens: options.promptTokens, decode_tokens: options.decodeTokens,
+      model: manifest.name,
+      parameters: manifest.parameters,
+      execution_provider: model.executionProvider,
+      threads: options.threads,
+      prompt_tokens: options.promptTokens,
+      decode_tokens: options.decodeTokens,
       rss_mb: { before_load: megabytes(before), after_load: megabytes(loaded), peak: megabytes(peak) },
       concurrency: figures,
     };

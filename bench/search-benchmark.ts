@@ -18,10 +18,15 @@ import { createFtsSearchEngine } from '../infra/search/fts-search.pg.js';
 import { createHybridSearchEngine } from '../infra/search/hybrid-search.js';
 import { openSchemaPool } from '../infra/search/open.js';
 
-const questionSchema = z.array(z.object({
-  id: z.string(), question: z.string(),
-  paragraphs: z.array(z.object({ title: z.string(), paragraph_text: z.string(), is_supporting: z.boolean() }).loose()),
-}).loose());
+const questionSchema = z.array(
+  z
+    .object({
+      id: z.string(),
+      question: z.string(),
+      paragraphs: z.array(z.object({ title: z.string(), paragraph_text: z.string(), is_supporting: z.boolean() }).loose()),
+    })
+    .loose(),
+);
 
 export interface SearchBenchmarkOptions {
   readonly databaseUrl: string;
@@ -37,14 +42,25 @@ export interface SearchBenchmarkOptions {
   readonly log?: (message: string) => void;
 }
 
-export interface SpeedFigures { readonly qps: number; readonly p50_ms: number; readonly p95_ms: number }
+export interface SpeedFigures {
+  readonly qps: number;
+  readonly p50_ms: number;
+  readonly p95_ms: number;
+}
 export interface CorpusFigures {
-  readonly engine: string; readonly docs: number; readonly passages: number;
-  readonly recall_at_5: number; readonly recall_at_10: number; readonly mrr: number;
+  readonly engine: string;
+  readonly docs: number;
+  readonly passages: number;
+  readonly recall_at_5: number;
+  readonly recall_at_10: number;
+  readonly mrr: number;
   readonly clients: Readonly<Record<'1' | '8', SpeedFigures>>;
 }
 
-interface Question { readonly text: string; readonly supporting: ReadonlySet<string> }
+interface Question {
+  readonly text: string;
+  readonly supporting: ReadonlySet<string>;
+}
 
 /** Questions with the document ids of their supporting paragraphs (ids as ingestion gives them). */
 export function loadQuestions(questionsFile: string, corpusFile: string): Question[] {
@@ -56,11 +72,13 @@ export function loadQuestions(questionsFile: string, corpusFile: string): Questi
     if (!('error' in document)) idByContent.set(`${entry.title.trim()}\u0000${entry.text.trim()}`, document.id);
   }
   return questionSchema.parse(JSON.parse(fs.readFileSync(questionsFile, 'utf8'))).map((item) => {
-    const supporting = item.paragraphs.filter((paragraph) => paragraph.is_supporting).map((paragraph) => {
-      const id = idByContent.get(`${paragraph.title.trim()}\u0000${paragraph.paragraph_text.trim()}`);
-      if (id === undefined) throw new Error(`question ${item.id}: supporting paragraph "${paragraph.title}" is not in ${corpusFile}`);
-      return id;
-    });
+    const supporting = item.paragraphs
+      .filter((paragraph) => paragraph.is_supporting)
+      .map((paragraph) => {
+        const id = idByContent.get(`${paragraph.title.trim()}\u0000${paragraph.paragraph_text.trim()}`);
+        if (id === undefined) throw new Error(`question ${item.id}: supporting paragraph "${paragraph.title}" is not in ${corpusFile}`);
+        return id;
+      });
     return { text: item.question, supporting: new Set(supporting) };
   });
 }
@@ -86,19 +104,26 @@ export async function measureQuality(engine: SearchEngine, questions: readonly Q
   return { recall_at_5: round(recall5), recall_at_10: round(recall10), mrr: round(reciprocal) };
 }
 
-export async function measureSpeed(engine: SearchEngine, queries: readonly string[], clients: number, total: number): Promise<SpeedFigures> {
+export async function measureSpeed(
+  engine: SearchEngine,
+  queries: readonly string[],
+  clients: number,
+  total: number,
+): Promise<SpeedFigures> {
   const latencies: number[] = [];
   let next = 0;
   const startedAt = performance.now();
-  await Promise.all(Array.from({ length: clients }, async () => {
-    while (next < total) {
-      const query = queries[next % queries.length]!;
-      next += 1;
-      const began = performance.now();
-      await engine.search(query, 10);
-      latencies.push(performance.now() - began);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: clients }, async () => {
+      while (next < total) {
+        const query = queries[next % queries.length]!;
+        next += 1;
+        const began = performance.now();
+        await engine.search(query, 10);
+        latencies.push(performance.now() - began);
+      }
+    }),
+  );
   const seconds = (performance.now() - startedAt) / 1000;
   latencies.sort((a, b) => a - b);
   const at = (q: number) => Math.round(latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))]! * 100) / 100;
@@ -127,7 +152,7 @@ export async function runSearchBenchmark(options: SearchBenchmarkOptions) {
     log(`measuring fts on ${questions.length} questions`);
     const fts = createFtsSearchEngine(small);
     engines.push(await measureCorpus(small, fts, questions, total));
-    if (options.embeddings) engines.push(...await measureDense(small, fts, options.embeddings, questions, Math.min(total, 200), log));
+    if (options.embeddings) engines.push(...(await measureDense(small, fts, options.embeddings, questions, Math.min(total, 200), log)));
   } finally {
     await small.end();
   }
@@ -145,15 +170,38 @@ export async function runSearchBenchmark(options: SearchBenchmarkOptions) {
     }
   }
   const fts = engines[0]!;
-  return { engine: 'fts', questions: questions.length, docs: fts.docs, qps: fts.clients['8'].qps, p50_ms: fts.clients['1'].p50_ms, recall_at_10: fts.recall_at_10, engines, large };
+  return {
+    engine: 'fts',
+    questions: questions.length,
+    docs: fts.docs,
+    qps: fts.clients['8'].qps,
+    p50_ms: fts.clients['1'].p50_ms,
+    recall_at_10: fts.recall_at_10,
+    engines,
+    large,
+  };
 }
 
-async function measureDense(pool: pg.Pool, fts: SearchEngine, embeddings: { url: string; model: string }, questions: readonly Question[], total: number, log: (message: string) => void): Promise<CorpusFigures[]> {
+async function measureDense(
+  pool: pg.Pool,
+  fts: SearchEngine,
+  embeddings: { url: string; model: string },
+  questions: readonly Question[],
+  total: number,
+  log: (message: string) => void,
+): Promise<CorpusFigures[]> {
   const client = createHttpEmbeddingClient({ url: embeddings.url, model: embeddings.model });
   const startedAt = Date.now();
-  const embedded = await embedMissingPassages(pool, client, { onProgress: (done, all) => { if (done % 320 === 0 || done === all) log(`embedded ${done}/${all} passages`); } });
+  const embedded = await embedMissingPassages(pool, client, {
+    onProgress: (done, all) => {
+      if (done % 320 === 0 || done === all) log(`embedded ${done}/${all} passages`);
+    },
+  });
   log(`embedded ${embedded} passages in ${((Date.now() - startedAt) / 1000).toFixed(0)} s; measuring dense and hybrid`);
   const dense = createDenseSearchEngine(pool, client);
   await dense.reload();
-  return [await measureCorpus(pool, dense, questions, total), await measureCorpus(pool, createHybridSearchEngine([fts, dense]), questions, total)];
+  return [
+    await measureCorpus(pool, dense, questions, total),
+    await measureCorpus(pool, createHybridSearchEngine([fts, dense]), questions, total),
+  ];
 }

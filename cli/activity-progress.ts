@@ -16,7 +16,11 @@ export interface EngineProgress {
   readonly elapsedSeconds?: number;
 }
 
-export async function pendingActivityProgress(client: Client, handle: WorkflowHandle, activityType: string): Promise<EngineProgress | null> {
+export async function pendingActivityProgress(
+  client: Client,
+  handle: WorkflowHandle,
+  activityType: string,
+): Promise<EngineProgress | null> {
   try {
     const description = await handle.describe();
     const pending = (description.raw.pendingActivities ?? []).find((activity) => activity.activityType?.name === activityType);

@@ -15,7 +15,8 @@ export function parseFlags<T extends Options>(args: string[], options: T, allowP
 export function integerFlag(value: string | undefined, flag: string, fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER): number {
   if (value === undefined) return fallback;
   const parsed = Number(value);
-  if (!Number.isInteger(parsed) || parsed < min || parsed > max) throw new UsageError(`--${flag} expects an integer between ${min} and ${max}, got "${value}"`);
+  if (!Number.isInteger(parsed) || parsed < min || parsed > max)
+    throw new UsageError(`--${flag} expects an integer between ${min} and ${max}, got "${value}"`);
   return parsed;
 }
 

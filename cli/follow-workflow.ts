@@ -19,8 +19,13 @@ export interface FollowOptions<State> {
 
 export async function followWorkflow<Result, State>(handle: WorkflowHandle, options: FollowOptions<State>): Promise<Result> {
   const settled: { done: boolean } = { done: false };
-  const result = handle.result().finally(() => { settled.done = true; }) as Promise<Result>;
-  const ended = result.then(() => undefined, () => undefined);
+  const result = handle.result().finally(() => {
+    settled.done = true;
+  }) as Promise<Result>;
+  const ended = result.then(
+    () => undefined,
+    () => undefined,
+  );
   while (!settled.done) {
     const state = await handle.query(options.query).catch(() => undefined);
     if (state !== undefined) await options.onState(state);

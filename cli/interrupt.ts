@@ -24,7 +24,12 @@ const cleanups: { description: string; run: () => Promise<void> }[] = [];
 
 /** Run `cleanup` if the command is interrupted (described in the message if it fails); returns the unregister. */
 export function onInterrupt(description: string, cleanup: () => Promise<void> | void): () => void {
-  const entry = { description, run: async () => { await cleanup(); } };
+  const entry = {
+    description,
+    run: async () => {
+      await cleanup();
+    },
+  };
   cleanups.push(entry);
   return () => {
     const index = cleanups.indexOf(entry);
@@ -50,7 +55,9 @@ export function handleInterrupts(command: Promise<unknown>, settings: () => Conf
   const onSignal = (signal: HandledSignal) => {
     if (received) {
       const ids = [...started.keys()];
-      console.error(`\nlonghaul: ${signal} again: quitting now.${ids.length ? ` These workflows it started may still be running; stop them with:\n${stopHint(ids)}` : ''}`);
+      console.error(
+        `\nlonghaul: ${signal} again: quitting now.${ids.length ? ` These workflows it started may still be running; stop them with:\n${stopHint(ids)}` : ''}`,
+      );
       process.exit(exitCodes[signal]);
     }
     received = signal;
@@ -63,18 +70,27 @@ export function handleInterrupts(command: Promise<unknown>, settings: () => Conf
           const report = await terminateRunning(settings(), workflows, `longhaul ${process.argv[2] ?? ''} interrupted by ${signal}`);
           for (const id of report.terminated) console.error(`  terminated workflow ${id}`);
           if (report.failed.length > 0) {
-            console.error(`  could not terminate, may still be running:\n${report.failed.map((failure) => `  ${failure.workflowId}: ${failure.error}`).join('\n')}\n  stop them with:\n${stopHint(report.failed.map((failure) => failure.workflowId))}`);
+            console.error(
+              `  could not terminate, may still be running:\n${report.failed.map((failure) => `  ${failure.workflowId}: ${failure.error}`).join('\n')}\n  stop them with:\n${stopHint(report.failed.map((failure) => failure.workflowId))}`,
+            );
           }
           started.clear();
         } catch (error) {
-          console.error(`  could not reach Temporal to stop the workflows this command started (${(error as Error).message}); stop them with:\n${stopHint(workflows.map((workflow) => workflow.workflowId))}`);
+          console.error(
+            `  could not reach Temporal to stop the workflows this command started (${(error as Error).message}); stop them with:\n${stopHint(workflows.map((workflow) => workflow.workflowId))}`,
+          );
         }
       }
       for (const cleanup of [...cleanups].reverse()) {
         await cleanup.run().catch((error: unknown) => console.error(`  ${cleanup.description} failed: ${(error as Error).message}`));
       }
       let timer: NodeJS.Timeout | undefined;
-      await Promise.race([command.catch(() => undefined), new Promise((resolve) => { timer = setTimeout(resolve, UNWIND_GRACE_MS); })]);
+      await Promise.race([
+        command.catch(() => undefined),
+        new Promise((resolve) => {
+          timer = setTimeout(resolve, UNWIND_GRACE_MS);
+        }),
+      ]);
       clearTimeout(timer);
       process.exit(exitCodes[signal]);
     })();

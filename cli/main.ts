@@ -21,7 +21,25 @@ import { modelCommand } from './commands/model.command.js';
 import { serveCommand } from './commands/serve.command.js';
 import { errorTypes, LonghaulError } from '../workflows/contracts/errors.js';
 
-const commands: readonly Command[] = [demoCommand, upCommand, downCommand, statusCommand, runCommand, trainCommand, warmStartCommand, temporalCommand, configCommand, skeletonCommand, ingestCommand, searchCommand, toolsCommand, corpusCommand, benchCommand, modelCommand, serveCommand];
+const commands: readonly Command[] = [
+  demoCommand,
+  upCommand,
+  downCommand,
+  statusCommand,
+  runCommand,
+  trainCommand,
+  warmStartCommand,
+  temporalCommand,
+  configCommand,
+  skeletonCommand,
+  ingestCommand,
+  searchCommand,
+  toolsCommand,
+  corpusCommand,
+  benchCommand,
+  modelCommand,
+  serveCommand,
+];
 
 function help(): string {
   const width = Math.max(...commands.map((command) => command.name.length));
@@ -60,7 +78,9 @@ const running = main(process.argv.slice(2));
 // Ctrl-C / SIGTERM: stop what the command started, then exit 130 / 143 (cli/interrupt.ts).
 handleInterrupts(running, config);
 running.then(
-  (code) => { if (!isInterrupted()) process.exit(code); },
+  (code) => {
+    if (!isInterrupted()) process.exit(code);
+  },
   (error: unknown) => {
     if (isInterrupted()) return; // the interrupt handler reports and exits
     if (LonghaulError.is(error) && error.code === errorTypes.invalidInput) {

@@ -37,6 +37,7 @@ export function jsonObjectFlag(value: string | undefined, flag: string): Record<
   } catch (error) {
     throw new UsageError(`--${flag} is not valid JSON (${(error as Error).message}); pass an object such as '{"ppo":{"clipEpsilon":0.3}}'`);
   }
-  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new UsageError(`--${flag} expects a JSON object, got ${value.slice(0, 60)}`);
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed))
+    throw new UsageError(`--${flag} expects a JSON object, got ${value.slice(0, 60)}`);
   return parsed as Record<string, unknown>;
 }

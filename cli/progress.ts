@@ -14,7 +14,9 @@ export function progressBar(label: string, total: number, stream: NodeJS.WriteSt
     if (stream.isTTY) {
       const width = 28;
       const filled = Math.round(fraction * width);
-      stream.write(`\r${label} [${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${total} ${elapsed.toFixed(0)}s${eta} ${note}\x1b[K`);
+      stream.write(
+        `\r${label} [${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${total} ${elapsed.toFixed(0)}s${eta} ${note}\x1b[K`,
+      );
     } else {
       const percent = Math.floor(fraction * 10) * 10;
       if (percent !== lastPlainPercent) {

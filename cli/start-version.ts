@@ -7,7 +7,9 @@ import { UsageError } from './command.js';
 /** `--<flag> N` (default: the latest version); a refusal is a UsageError naming the flag, and a fork is said on stderr. */
 export async function startVersionFlag(versions: PolicyVersionStore, value: string | undefined, flag: string): Promise<number> {
   const requested = value === undefined ? undefined : integerFlag(value, flag, 0, 0, 1_000_000_000);
-  const { version, forkedFrom } = await runStartVersion(versions, requested).catch((error: unknown) => { throw new UsageError(`--${flag}: ${(error as Error).message}`); });
+  const { version, forkedFrom } = await runStartVersion(versions, requested).catch((error: unknown) => {
+    throw new UsageError(`--${flag}: ${(error as Error).message}`);
+  });
   if (forkedFrom !== null) console.error(`  v${forkedFrom} registered again as v${version} to start from (versions only grow)`);
   return version;
 }

@@ -50,18 +50,28 @@ export async function createInProcessAgent(options: InProcessAgentOptions): Prom
   const connection = await connectWorker(config);
   const activitiesOf: Partial<Record<QueueRole, object>> = {
     agent: agentQueueActivities({
-      blobs, trajectories: createPgTrajectoryStore(pool), skeletonSteps: createPgSkeletonStepStore(pool), buffer: createPgTrajectoryBuffer(pool),
+      blobs,
+      trajectories: createPgTrajectoryStore(pool),
+      skeletonSteps: createPgSkeletonStepStore(pool),
+      buffer: createPgTrajectoryBuffer(pool),
       judge: options.judge ?? configuredJudge(config.judge),
     }),
     'gpu-infer': inferenceQueueActivities({ blobs, backend, weightSync: options.weightSync ?? noWeightSync() }),
     tools: toolsQueueActivities({ blobs, tools }),
   };
-  const workers = await Promise.all(roles.map((role) => Worker.create({
-    connection, namespace: config.temporal.namespace, taskQueue: taskQueueName(role, prefix),
-    activities: { ...(activitiesOf[role] ?? {}), ...(options.extraActivities?.[role] ?? {}) },
-    dataConverter: dataConverter(config, blobs), maxConcurrentActivityTaskExecutions: options.maxConcurrentActivities ?? 100,
-    ...(role === 'agent' ? { workflowBundle: { codePath: workflowBundlePath } } : {}),
-  })));
+  const workers = await Promise.all(
+    roles.map((role) =>
+      Worker.create({
+        connection,
+        namespace: config.temporal.namespace,
+        taskQueue: taskQueueName(role, prefix),
+        activities: { ...(activitiesOf[role] ?? {}), ...(options.extraActivities?.[role] ?? {}) },
+        dataConverter: dataConverter(config, blobs),
+        maxConcurrentActivityTaskExecutions: options.maxConcurrentActivities ?? 100,
+        ...(role === 'agent' ? { workflowBundle: { codePath: workflowBundlePath } } : {}),
+      }),
+    ),
+  );
   return {
     async run(body) {
       const running = workers.map((worker) => worker.run());

@@ -33,23 +33,40 @@ export const versionCacheDir = (settings: Config) => path.join(settings.home, 'm
  * Local folder and version of the onnx policy this config names, or of `version` when given (a
  * weight sync): LONGHAUL_MODEL_DIR serves only its own version, any other comes from the registry.
  */
-export async function resolveLocalPolicy(settings: Config, stores: { blobs: BlobStore; versions: PolicyVersionStore }, version?: number): Promise<{ dir: string; version: number }> {
+export async function resolveLocalPolicy(
+  settings: Config,
+  stores: { blobs: BlobStore; versions: PolicyVersionStore },
+  version?: number,
+): Promise<{ dir: string; version: number }> {
   const wanted = version ?? settings.policy.version;
   if (settings.policy.modelDir !== null && (version === undefined || version === (settings.policy.version ?? 0))) {
     return { dir: settings.policy.modelDir, version: settings.policy.version ?? 0 };
   }
-  const { dir, row } = await materializePolicyVersion({ ...stores, cacheDir: versionCacheDir(settings), ...(wanted !== null ? { version: wanted } : {}) });
+  const { dir, row } = await materializePolicyVersion({
+    ...stores,
+    cacheDir: versionCacheDir(settings),
+    ...(wanted !== null ? { version: wanted } : {}),
+  });
   return { dir, version: row.version };
 }
 
-export async function openLocalPolicy(settings: Config, stores: { blobs: BlobStore; versions: PolicyVersionStore }, wanted?: number): Promise<{ backend: OnnxBackend; dir: string }> {
+export async function openLocalPolicy(
+  settings: Config,
+  stores: { blobs: BlobStore; versions: PolicyVersionStore },
+  wanted?: number,
+): Promise<{ backend: OnnxBackend; dir: string }> {
   const { dir, version } = await resolveLocalPolicy(settings, stores, wanted);
   const graph = readManifest(dir).onnx.file;
   if (!fs.existsSync(path.join(dir, graph))) {
-    throw new LonghaulError(errorTypes.invalidInput, `${dir} has no ${graph}: policy version ${version} was published without its ONNX export; export it (gpu-train with the exporter installed) or serve it with LONGHAUL_POLICY_BACKEND=openai`);
+    throw new LonghaulError(
+      errorTypes.invalidInput,
+      `${dir} has no ${graph}: policy version ${version} was published without its ONNX export; export it (gpu-train with the exporter installed) or serve it with LONGHAUL_POLICY_BACKEND=openai`,
+    );
   }
   const backend = await createOnnxBackend({
-    modelDir: dir, version, threads: settings.policy.threads,
+    modelDir: dir,
+    version,
+    threads: settings.policy.threads,
     executionProviders: settings.policy.executionProvider === 'cuda' ? ['cuda', 'cpu'] : ['cpu'],
   });
   return { backend, dir };
@@ -60,7 +77,11 @@ export async function openLocalPolicy(settings: Config, stores: { blobs: BlobSto
  * and an OpenAI-compatible server only change their version tag (with LONGHAUL_WEIGHT_SYNC=vllm the
  * server's requests name the version's LoRA adapter); onnx opens that version's files.
  */
-export async function createConfiguredBackend(settings: Config, stores: { blobs: BlobStore; versions: PolicyVersionStore }, version?: number): Promise<ConfiguredBackend> {
+export async function createConfiguredBackend(
+  settings: Config,
+  stores: { blobs: BlobStore; versions: PolicyVersionStore },
+  version?: number,
+): Promise<ConfiguredBackend> {
   const tag = version ?? settings.policy.version ?? 0;
   if (settings.policy.backend === 'scripted') {
     // Deterministic policy for chaos tests and latency-model benchmarks (the script rides in the question).
@@ -68,7 +89,11 @@ export async function createConfiguredBackend(settings: Config, stores: { blobs:
   }
   if (settings.policy.backend === 'openai') {
     const { baseUrl, apiKey, api } = settings.policy.openai;
-    if (baseUrl === null) throw new LonghaulError(errorTypes.invalidInput, 'LONGHAUL_OPENAI_BASE_URL is required when LONGHAUL_POLICY_BACKEND=openai (see docs/CONFIG.md).');
+    if (baseUrl === null)
+      throw new LonghaulError(
+        errorTypes.invalidInput,
+        'LONGHAUL_OPENAI_BASE_URL is required when LONGHAUL_POLICY_BACKEND=openai (see docs/CONFIG.md).',
+      );
     const model = version !== undefined && settings.weightSync.kind === 'vllm' ? loraAdapterName(version) : settings.policy.openai.model;
     return { backend: createOpenAIBackend({ baseUrl, model, apiKey, api, version: tag }), modelDir: null, close: async () => undefined };
   }
@@ -96,10 +121,13 @@ export function lazyBackend(open: (version?: number) => Promise<ConfiguredBacken
   const retired = new Set<Slot>();
   let reloads: Promise<unknown> = Promise.resolve();
   const get = () => {
-    current ??= open().then((opened) => ({ opened, active: 0, retired: false }), (error: unknown) => {
-      current = undefined;
-      throw error;
-    });
+    current ??= open().then(
+      (opened) => ({ opened, active: 0, retired: false }),
+      (error: unknown) => {
+        current = undefined;
+        throw error;
+      },
+    );
     return current;
   };
   const retire = async (slot: Slot) => {

@@ -36,7 +36,11 @@ import { buildToolRegistry } from './tool-registry.js';
 
 /** agent: workflows' storage activities (skeleton steps, the trajectory record, the learner's dataset and buffer). */
 export function agentQueueActivities(deps: {
-  blobs: BlobStore; trajectories: TrajectoryStore; skeletonSteps: SkeletonStepStore; buffer: TrajectoryBuffer; judge?: Judge | undefined;
+  blobs: BlobStore;
+  trajectories: TrajectoryStore;
+  skeletonSteps: SkeletonStepStore;
+  buffer: TrajectoryBuffer;
+  judge?: Judge | undefined;
 }) {
   return {
     ...createHealthActivities('agent'),
@@ -81,19 +85,35 @@ export async function workerActivities(role: QueueRole, settings: Config, blobs:
       const { versions } = services;
       const backend = lazyBackend((version) => createConfiguredBackend(settings, { blobs, versions }, version), settings.policy.backend);
       const weightSync = createWeightSync(settings.weightSync, {
-        local: backend, backend: settings.policy.backend, apiKey: settings.policy.openai.apiKey,
-        folderOf: async (version) => (await materializePolicyVersion({ blobs, versions, cacheDir: versionCacheDir(settings), version })).dir,
+        local: backend,
+        backend: settings.policy.backend,
+        apiKey: settings.policy.openai.apiKey,
+        folderOf: async (version) =>
+          (await materializePolicyVersion({ blobs, versions, cacheDir: versionCacheDir(settings), version })).dir,
       });
       return {
         activities: inferenceQueueActivities({ blobs, backend, weightSync }),
-        close: async () => { await backend.close(); await services.close(); },
+        close: async () => {
+          await backend.close();
+          await services.close();
+        },
       };
     }
     case 'tools': {
       const pool = await openSearchDatabase(settings, 8);
       const registry = buildToolRegistry(settings, pool);
-      const tools = createToolActivities({ registry: registry.registry, store: createPgToolCallStore(pool), cacheTtlMs: settings.tools.cacheTtlSeconds * 1000 });
-      return { activities: toolsQueueActivities({ blobs, tools }), close: async () => { await registry.close(); await pool.end(); } };
+      const tools = createToolActivities({
+        registry: registry.registry,
+        store: createPgToolCallStore(pool),
+        cacheTtlMs: settings.tools.cacheTtlSeconds * 1000,
+      });
+      return {
+        activities: toolsQueueActivities({ blobs, tools }),
+        close: async () => {
+          await registry.close();
+          await pool.end();
+        },
+      };
     }
     case 'gpu-train': {
       const services = openServices(settings, { poolSize: 4 });
@@ -102,7 +122,13 @@ export async function workerActivities(role: QueueRole, settings: Config, blobs:
         activities: {
           ...createHealthActivities('gpu-train'),
           ...createEngineActivities({ python }),
-          ...createTrainActivities({ blobs, versions: services.versions, trajectories: services.trajectories, python, home: settings.home }),
+          ...createTrainActivities({
+            blobs,
+            versions: services.versions,
+            trajectories: services.trajectories,
+            python,
+            home: settings.home,
+          }),
         },
         close: () => services.close(),
       };

@@ -49,13 +49,27 @@ export function openServices(settings: Config, options: ServicesOptions = {}): S
   const blobsOnce = () => (blobs ??= createS3BlobStore(settings));
   return {
     settings,
-    get blobs() { return blobsOnce(); },
-    get pool() { return poolOnce(); },
-    get versions() { return createPgPolicyVersionStore(poolOnce()); },
-    get trajectories() { return createPgTrajectoryStore(poolOnce()); },
-    get buffer() { return createPgTrajectoryBuffer(poolOnce()); },
-    get toolCalls() { return createPgToolCallStore(poolOnce()); },
-    get skeletonSteps() { return createPgSkeletonStepStore(poolOnce()); },
+    get blobs() {
+      return blobsOnce();
+    },
+    get pool() {
+      return poolOnce();
+    },
+    get versions() {
+      return createPgPolicyVersionStore(poolOnce());
+    },
+    get trajectories() {
+      return createPgTrajectoryStore(poolOnce());
+    },
+    get buffer() {
+      return createPgTrajectoryBuffer(poolOnce());
+    },
+    get toolCalls() {
+      return createPgToolCallStore(poolOnce());
+    },
+    get skeletonSteps() {
+      return createPgSkeletonStepStore(poolOnce());
+    },
     client: () => (client ??= connectClient(settings, blobsOnce())),
     async close() {
       const opened = client;

@@ -29,7 +29,11 @@ export function searchEngine(settings: Config, pool: pg.Pool): SearchEngine {
   const { searchEngine: kind, embeddings } = settings.tools;
   const fts = createFtsSearchEngine(pool);
   if (kind === 'fts') return fts;
-  if (!embeddings) throw new LonghaulError(errorTypes.invalidInput, `LONGHAUL_SEARCH_ENGINE=${kind} needs LONGHAUL_EMBEDDINGS_URL (an OpenAI-compatible /v1/embeddings endpoint). Set it, or unset LONGHAUL_SEARCH_ENGINE (see docs/CONFIG.md).`);
+  if (!embeddings)
+    throw new LonghaulError(
+      errorTypes.invalidInput,
+      `LONGHAUL_SEARCH_ENGINE=${kind} needs LONGHAUL_EMBEDDINGS_URL (an OpenAI-compatible /v1/embeddings endpoint). Set it, or unset LONGHAUL_SEARCH_ENGINE (see docs/CONFIG.md).`,
+    );
   const dense = createDenseSearchEngine(pool, createHttpEmbeddingClient(embeddings), { maxAgeMs: 300_000 });
   return kind === 'dense' ? dense : createHybridSearchEngine([fts, dense]);
 }
@@ -43,9 +47,15 @@ export function buildToolRegistry(settings: Config, pool: pg.Pool): BuiltTools {
     createAccessTool(engine, { pageChars: tools.accessPageChars, ...(fetcher ? { fetcher } : {}) }),
     createAnswerTool(),
   ];
-  if (tools.webSearch) plugins.push(createWebSearchTool(createHttpWebSearchClient({ ...tools.webSearch, timeoutMs: tools.webFetch.timeoutMs })));
+  if (tools.webSearch)
+    plugins.push(createWebSearchTool(createHttpWebSearchClient({ ...tools.webSearch, timeoutMs: tools.webFetch.timeoutMs })));
   if (fetcher) plugins.push(createWebFetchTool(fetcher, tools.accessPageChars));
   const sqlPool = tools.sqlUrl ? createPool(tools.sqlUrl, 2) : null;
   if (sqlPool) plugins.push(createSqlTool(createPgReadOnlySql(sqlPool)));
-  return { registry: new ToolRegistry(plugins), close: async () => { await sqlPool?.end(); } };
+  return {
+    registry: new ToolRegistry(plugins),
+    close: async () => {
+      await sqlPool?.end();
+    },
+  };
 }

@@ -16,7 +16,12 @@ export interface WriteResult {
 
 const existingSchema = z.object({ id: z.string(), content_hash: z.string() });
 
-export async function writeDocuments(pool: pg.Pool, documents: readonly CorpusDocument[], source: string, pageWords: number): Promise<WriteResult> {
+export async function writeDocuments(
+  pool: pg.Pool,
+  documents: readonly CorpusDocument[],
+  source: string,
+  pageWords: number,
+): Promise<WriteResult> {
   const latest = new Map(documents.map((document) => [document.id, document]));
   return withTransaction(pool, async (client) => {
     const ids = [...latest.keys()];
@@ -28,23 +33,36 @@ export async function writeDocuments(pool: pg.Pool, documents: readonly CorpusDo
   });
 }
 
-async function replaceDocuments(client: pg.ClientBase, documents: readonly CorpusDocument[], source: string, pageWords: number): Promise<number> {
+async function replaceDocuments(
+  client: pg.ClientBase,
+  documents: readonly CorpusDocument[],
+  source: string,
+  pageWords: number,
+): Promise<number> {
   if (documents.length === 0) return 0;
   const pageLists = documents.map((document) => splitPages(document.text, pageWords));
   await client.query('DELETE FROM search_documents WHERE id = ANY($1::text[])', [documents.map((document) => document.id)]);
   await client.query(
     `INSERT INTO search_documents (id, title, source, url, pages, content_hash)
      SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[])`,
-    [documents.map((d) => d.id), documents.map((d) => d.title), documents.map(() => source), documents.map((d) => d.url),
-      pageLists.map((pages) => pages.length), documents.map(contentHash)],
+    [
+      documents.map((d) => d.id),
+      documents.map((d) => d.title),
+      documents.map(() => source),
+      documents.map((d) => d.url),
+      pageLists.map((pages) => pages.length),
+      documents.map(contentHash),
+    ],
   );
   const columns = { id: [] as string[], page: [] as number[], title: [] as string[], text: [] as string[] };
-  documents.forEach((document, index) => pageLists[index]!.forEach((text, page) => {
-    columns.id.push(document.id);
-    columns.page.push(page + 1);
-    columns.title.push(document.title);
-    columns.text.push(text);
-  }));
+  documents.forEach((document, index) =>
+    pageLists[index]!.forEach((text, page) => {
+      columns.id.push(document.id);
+      columns.page.push(page + 1);
+      columns.title.push(document.title);
+      columns.text.push(text);
+    }),
+  );
   await client.query(
     'INSERT INTO search_passages (document_id, page, title, text) SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::text[])',
     [columns.id, columns.page, columns.title, columns.text],
@@ -54,6 +72,8 @@ async function replaceDocuments(client: pg.ClientBase, documents: readonly Corpu
 
 /** Counts of the corpus tables. */
 export async function corpusCounts(pool: pg.Pool): Promise<{ documents: number; passages: number }> {
-  const result = await pool.query('SELECT (SELECT count(*) FROM search_documents)::int AS documents, (SELECT count(*) FROM search_passages)::int AS passages');
+  const result = await pool.query(
+    'SELECT (SELECT count(*) FROM search_documents)::int AS documents, (SELECT count(*) FROM search_passages)::int AS passages',
+  );
   return z.object({ documents: z.number().int(), passages: z.number().int() }).parse(result.rows[0]);
 }

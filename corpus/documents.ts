@@ -89,7 +89,10 @@ export function splitPages(text: string, pageWords: number): string[] {
     current = [];
     currentWords = 0;
   };
-  for (const paragraph of text.split(/\n+/).map((part) => part.trim()).filter((part) => part !== '')) {
+  for (const paragraph of text
+    .split(/\n+/)
+    .map((part) => part.trim())
+    .filter((part) => part !== '')) {
     const words = paragraph.split(/\s+/);
     if (currentWords > 0 && currentWords + words.length > pageWords) flush();
     for (let start = 0; start < words.length; start += pageWords) {
@@ -104,5 +107,8 @@ export function splitPages(text: string, pageWords: number): string[] {
 }
 
 export function contentHash(document: CorpusDocument): string {
-  return createHash('sha256').update(`${document.title}\u0000${document.url ?? ''}\u0000${document.text}`).digest('hex').slice(0, 32);
+  return createHash('sha256')
+    .update(`${document.title}\u0000${document.url ?? ''}\u0000${document.text}`)
+    .digest('hex')
+    .slice(0, 32);
 }

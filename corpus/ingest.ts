@@ -43,7 +43,11 @@ export interface IngestReport {
 }
 
 export class IngestError extends LonghaulError {
-  constructor(readonly file: string, readonly line: number, detail: string) {
+  constructor(
+    readonly file: string,
+    readonly line: number,
+    detail: string,
+  ) {
     super(errorTypes.invalidInput, detail, { field: `${file}:${line}` });
     this.name = 'IngestError';
   }
@@ -69,7 +73,11 @@ export async function ingestFile(pool: pg.Pool, file: string, options: IngestOpt
     batch = [];
     options.onProgress?.(bytesRead, totalBytes, totals.read);
   };
-  for await (const record of readRecords(file, { onBytes: (bytes) => { bytesRead = bytes; } })) {
+  for await (const record of readRecords(file, {
+    onBytes: (bytes) => {
+      bytesRead = bytes;
+    },
+  })) {
     const document = 'error' in record ? record : normaliser.normalise(record.value);
     if ('error' in document) {
       if (options.onBadRow === 'fail') throw new IngestError(file, record.line, document.error);

@@ -38,14 +38,25 @@ export interface CorpusPart {
 }
 
 /** Replaces the entities (and their relations) of the given kinds, in one transaction. */
-export async function writeKnowledgeBase(pool: pg.Pool, kinds: readonly string[], entities: readonly KbEntity[], relations: readonly KbRelation[]): Promise<void> {
+export async function writeKnowledgeBase(
+  pool: pg.Pool,
+  kinds: readonly string[],
+  entities: readonly KbEntity[],
+  relations: readonly KbRelation[],
+): Promise<void> {
   await withTransaction(pool, async (client) => {
     await client.query('DELETE FROM kb_entities WHERE kind = ANY($1::text[])', [kinds]);
     for (let start = 0; start < entities.length; start += 20_000) {
       const slice = entities.slice(start, start + 20_000);
       await client.query(
         'INSERT INTO kb_entities (id, kind, name, document_id, attributes) SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::jsonb[]) ON CONFLICT (id) DO NOTHING',
-        [slice.map((e) => e.id), slice.map((e) => e.kind), slice.map((e) => e.name), slice.map((e) => e.documentId), slice.map((e) => JSON.stringify(e.attributes))],
+        [
+          slice.map((e) => e.id),
+          slice.map((e) => e.kind),
+          slice.map((e) => e.name),
+          slice.map((e) => e.documentId),
+          slice.map((e) => JSON.stringify(e.attributes)),
+        ],
       );
     }
     for (let start = 0; start < relations.length; start += 20_000) {
@@ -53,7 +64,13 @@ export async function writeKnowledgeBase(pool: pg.Pool, kinds: readonly string[]
       await client.query(
         `INSERT INTO kb_relations (subject_id, predicate, object_id, object_text, document_id)
          SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) ON CONFLICT DO NOTHING`,
-        [slice.map((r) => r.subjectId), slice.map((r) => r.predicate), slice.map((r) => r.objectId), slice.map((r) => r.objectText), slice.map((r) => r.documentId)],
+        [
+          slice.map((r) => r.subjectId),
+          slice.map((r) => r.predicate),
+          slice.map((r) => r.objectId),
+          slice.map((r) => r.objectText),
+          slice.map((r) => r.documentId),
+        ],
       );
     }
   });

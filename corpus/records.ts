@@ -5,9 +5,7 @@
 import fs from 'node:fs';
 import readline from 'node:readline';
 
-export type RawRecord =
-  | { readonly line: number; readonly value: unknown }
-  | { readonly line: number; readonly error: string };
+export type RawRecord = { readonly line: number; readonly value: unknown } | { readonly line: number; readonly error: string };
 
 export interface ReadOptions {
   /** Called with the bytes read so far (for a progress bar). */
@@ -29,7 +27,11 @@ export async function detectLayout(file: string): Promise<'json-array' | 'jsonl'
   try {
     const buffer = Buffer.alloc(4096);
     const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0);
-    const head = buffer.subarray(0, bytesRead).toString('utf8').replace(/^\uFEFF/, '').trimStart();
+    const head = buffer
+      .subarray(0, bytesRead)
+      .toString('utf8')
+      .replace(/^\uFEFF/, '')
+      .trimStart();
     return head.startsWith('[') ? 'json-array' : 'jsonl';
   } finally {
     await handle.close();

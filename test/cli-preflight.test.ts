@@ -28,13 +28,20 @@ async function freePort(): Promise<number> {
 const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'longhaul-preflight-'));
 const home = path.join(scratch, 'home-that-does-not-exist');
 const questions = path.join(scratch, 'questions.jsonl');
-fs.writeFileSync(questions, `${JSON.stringify({ id: 'q1', question: 'What is the capital of Peru?', answers: ['Lima'], goldTurns: ['<answer>Lima</answer>'] })}\n`);
+fs.writeFileSync(
+  questions,
+  `${JSON.stringify({ id: 'q1', question: 'What is the capital of Peru?', answers: ['Lima'], goldTurns: ['<answer>Lima</answer>'] })}\n`,
+);
 
 let environment: NodeJS.ProcessEnv | undefined;
 async function stackEnv(): Promise<NodeJS.ProcessEnv> {
   environment ??= {
-    ...process.env, LONGHAUL_HOME: home, LONGHAUL_TEMPORAL_PORT: String(await freePort()), LONGHAUL_TEMPORAL_UI_PORT: String(await freePort()),
-    LONGHAUL_PG_PORT: String(await freePort()), LONGHAUL_S3_PORT: String(await freePort()),
+    ...process.env,
+    LONGHAUL_HOME: home,
+    LONGHAUL_TEMPORAL_PORT: String(await freePort()),
+    LONGHAUL_TEMPORAL_UI_PORT: String(await freePort()),
+    LONGHAUL_PG_PORT: String(await freePort()),
+    LONGHAUL_S3_PORT: String(await freePort()),
   };
   return environment;
 }
@@ -58,10 +65,11 @@ const cases: { readonly what: string; readonly args: string[]; readonly message:
   {
     what: 'train with a typo in the hyperparameters',
     args: ['train', '--dataset', questions, '--hyperparameters', '{"ppo":{"clipEpsilonn":0.3}}'],
-    message: /^longhaul: --hyperparameters \(hyperparameters\.ppo\.clipEpsilonn\): unknown field \(expected one of: clipEpsilon, importanceCap, .*maxStaleness\)/,
+    message:
+      /^longhaul: --hyperparameters \(hyperparameters\.ppo\.clipEpsilonn\): unknown field \(expected one of: clipEpsilon, importanceCap, .*maxStaleness\)/,
   },
   {
-    what: 'train with a hyperparameter out of the engine\'s range',
+    what: "train with a hyperparameter out of the engine's range",
     args: ['train', '--dataset', questions, '--hyperparameters', '{"ppo":{"clipEpsilon":1.5}}'],
     message: /^longhaul: --hyperparameters \(hyperparameters\.ppo\.clipEpsilon\): Too big: expected number to be <1/,
   },

@@ -13,7 +13,9 @@ test('a skeleton trajectory survives kill -9 of its worker and completes with ex
     await worker.ready;
     const workflowId = `${prefix}skeleton`;
     const handle = await context.client.workflow.start(skeletonWorkflowType, {
-      taskQueue: context.queue('agent'), workflowId, args: [{ steps: 50, stepDelayMs: 60 }],
+      taskQueue: context.queue('agent'),
+      workflowId,
+      args: [{ steps: 50, stepDelayMs: 60 }],
     });
     await waitUntil(async () => (await handle.query(skeletonStateQuery)).completedSteps >= 15, 60_000, '15 completed steps');
     worker.kill('SIGKILL');
@@ -27,10 +29,17 @@ test('a skeleton trajectory survives kill -9 of its worker and completes with ex
     assert.equal(result.steps, 50);
 
     const rows = await createPgSkeletonStepStore(context.pool).list(workflowId);
-    assert.deepEqual(rows.map((row) => row.step), Array.from({ length: 50 }, (_, index) => index), 'no gap, no duplicate');
+    assert.deepEqual(
+      rows.map((row) => row.step),
+      Array.from({ length: 50 }, (_, index) => index),
+      'no gap, no duplicate',
+    );
     const objects = await context.blobs.list(`skeleton/${workflowId}/`);
     assert.equal(objects.length, 50);
-    assert.deepEqual(objects, rows.map((row) => row.blobKey));
+    assert.deepEqual(
+      objects,
+      rows.map((row) => row.blobKey),
+    );
   } finally {
     worker.kill('SIGKILL');
     await context.close();

@@ -29,9 +29,16 @@ describe('η = 6 end to end through the buffer claim and trainStep', () => {
   let runId: string;
   let batch: string[];
   const stores = () => ({ blobs: context.blobs, trajectories: createPgTrajectoryStore(context.pool) });
-  const trainer = () => createTrainActivities({
-    ...stores(), versions: createPgPolicyVersionStore(context.pool), python: testPython(), home, onnx: 'skip', threads: 2, heartbeatMs: 200,
-  });
+  const trainer = () =>
+    createTrainActivities({
+      ...stores(),
+      versions: createPgPolicyVersionStore(context.pool),
+      python: testPython(),
+      home,
+      onnx: 'skip',
+      threads: 2,
+      heartbeatMs: 200,
+    });
 
   before(async () => {
     context = await openContext(uniquePrefix('eta'));
@@ -43,8 +50,12 @@ describe('η = 6 end to end through the buffer claim and trainStep', () => {
       await publishPolicyVersion({ blobs: context.blobs, versions: createPgPolicyVersionStore(context.pool), modelDir, version });
     }
     runId = `run-${randomUUID().slice(0, 8)}`;
-    for (const [question, rewards] of [['q1', [1, 0]], ['q2', [0, 1]]] as const) {
-      for (const [index, reward] of rewards.entries()) await writeTrajectory(stores(), runId, { id: `${runId}-${question}-${index}`, questionId: question, reward, version: base });
+    for (const [question, rewards] of [
+      ['q1', [1, 0]],
+      ['q2', [0, 1]],
+    ] as const) {
+      for (const [index, reward] of rewards.entries())
+        await writeTrajectory(stores(), runId, { id: `${runId}-${question}-${index}`, questionId: question, reward, version: base });
     }
   });
   after(async () => {
@@ -54,15 +65,38 @@ describe('η = 6 end to end through the buffer claim and trainStep', () => {
 
   it('the buffer hands out trajectories 6 versions old under η = 6, and none under η = 5', async () => {
     const buffer = createBufferActivities({ buffer: createPgTrajectoryBuffer(context.pool) });
-    const refused = await buffer.claimBatch({ runId, step: 0, batchSize: 4, currentVersion: base + 6, eta: 5, selection: 'freshest', minGroupSize: 2 });
+    const refused = await buffer.claimBatch({
+      runId,
+      step: 0,
+      batchSize: 4,
+      currentVersion: base + 6,
+      eta: 5,
+      selection: 'freshest',
+      minGroupSize: 2,
+    });
     assert.deepEqual(refused.trajectoryIds, []);
-    const claimed = await buffer.claimBatch({ runId, step: 1, batchSize: 4, currentVersion: base + 6, eta: 6, selection: 'freshest', minGroupSize: 2 });
+    const claimed = await buffer.claimBatch({
+      runId,
+      step: 1,
+      batchSize: 4,
+      currentVersion: base + 6,
+      eta: 6,
+      selection: 'freshest',
+      minGroupSize: 2,
+    });
     assert.equal(claimed.trajectoryIds.length, 4);
     batch = claimed.trajectoryIds;
   });
 
   const step = (overrides: Record<string, unknown>) => ({
-    runId, step: 1, trajectoryIds: batch, baseVersion: base + 6, outputVersion: base + 7, groupSize: 2, hyperparameters: { learningRate: 1e-3, microBatchSize: 2 }, ...overrides,
+    runId,
+    step: 1,
+    trajectoryIds: batch,
+    baseVersion: base + 6,
+    outputVersion: base + 7,
+    groupSize: 2,
+    hyperparameters: { learningRate: 1e-3, microBatchSize: 2 },
+    ...overrides,
   });
   const refusal = (message: string) => (error: unknown) => {
     assert.ok(error instanceof ApplicationFailure, String(error));
@@ -79,13 +113,16 @@ describe('η = 6 end to end through the buffer claim and trainStep', () => {
   });
 
   it('refuses a hyperparameters.ppo.maxStaleness that contradicts η, naming both', async () => {
-    await assert.rejects(new MockActivityEnvironment().run(trainer().trainStep, step({ eta: 6, hyperparameters: { ppo: { maxStaleness: 4 } } })), refusal(
-      'trainStep: hyperparameters.ppo.maxStaleness is 4 but the learner\'s η (settings.eta) is 6: η is set once, on the learner; remove ppo.maxStaleness',
-    ));
+    await assert.rejects(
+      new MockActivityEnvironment().run(trainer().trainStep, step({ eta: 6, hyperparameters: { ppo: { maxStaleness: 4 } } })),
+      refusal(
+        "trainStep: hyperparameters.ppo.maxStaleness is 4 but the learner's η (settings.eta) is 6: η is set once, on the learner; remove ppo.maxStaleness",
+      ),
+    );
   });
 
   it('with η = 6 from the learner, the engine trains the batch into the next version', async () => {
-    const result = await new MockActivityEnvironment().run(trainer().trainStep, step({ eta: 6 })) as TrainStepOutput;
+    const result = (await new MockActivityEnvironment().run(trainer().trainStep, step({ eta: 6 }))) as TrainStepOutput;
     assert.deepEqual([result.version, result.trained, result.metrics.samples], [base + 7, true, 4]);
     assert.ok(Number.isFinite(result.metrics.loss), `finite loss, got ${String(result.metrics.loss)}`);
   });

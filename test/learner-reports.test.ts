@@ -16,7 +16,13 @@ import { createScriptedTools } from './doubles/scripted-tools.js';
 import { checkHyperparameters } from '../gpu/train/train-step.activities.js';
 import { repoRoot, workflowBundlePath } from '../infra/paths.js';
 import { createInProcessAgent } from '../composition/in-process-agent.js';
-import { learnerStateQuery, learnerWorkflowType, type LearnerMode, type LearnerResult, type LearnerState } from '../workflows/contracts/learner.contract.js';
+import {
+  learnerStateQuery,
+  learnerWorkflowType,
+  type LearnerMode,
+  type LearnerResult,
+  type LearnerState,
+} from '../workflows/contracts/learner.contract.js';
 import { loadJsonHistory } from './helpers/history.js';
 import { openContext, uniquePrefix } from './helpers/stack.js';
 
@@ -29,32 +35,63 @@ for (const mode of ['sync', 'async'] as const satisfies readonly LearnerMode[]) 
     const steps = 6;
     const batchSize = 16;
     try {
-      const questions = Array.from({ length: 40 }, (_, index) => JSON.stringify({
-        id: `q${index}`, question: `script:{"turns":1,"answer":"${index % 2 ? 'a' : 'b'}","delayMs":0}`, answers: ['a'],
-      }));
+      const questions = Array.from({ length: 40 }, (_, index) =>
+        JSON.stringify({
+          id: `q${index}`,
+          question: `script:{"turns":1,"answer":"${index % 2 ? 'a' : 'b'}","delayMs":0}`,
+          answers: ['a'],
+        }),
+      );
       await context.blobs.put(`${prefix}q.jsonl`, questions.join('\n'));
       let served = 0;
       const workers = await createInProcessAgent({
-        config: context.config, blobs: context.blobs, pool: context.pool, prefix: context.config.taskQueuePrefix,
-        backend: createScriptedPolicy({ version: () => served }), tools: createScriptedTools(), roles: ['agent', 'gpu-infer', 'tools', 'gpu-train'],
+        config: context.config,
+        blobs: context.blobs,
+        pool: context.pool,
+        prefix: context.config.taskQueuePrefix,
+        backend: createScriptedPolicy({ version: () => served }),
+        tools: createScriptedTools(),
+        roles: ['agent', 'gpu-infer', 'tools', 'gpu-train'],
         extraActivities: {
-          'gpu-train': { checkHyperparameters, trainStep: async (input: { outputVersion: number }) => { served = input.outputVersion; return { version: input.outputVersion, metrics: {} }; } },
+          'gpu-train': {
+            checkHyperparameters,
+            trainStep: async (input: { outputVersion: number }) => {
+              served = input.outputVersion;
+              return { version: input.outputVersion, metrics: {} };
+            },
+          },
         },
       });
       const { result, state } = await workers.run(async () => {
         const handle = await context.client.workflow.start(learnerWorkflowType, {
-          taskQueue: context.queue('agent'), workflowId: `${prefix}learner`,
-          args: [{
-            runId: `${prefix}run`, datasetKey: `${prefix}q.jsonl`, trajectory: { limits: { maxTurns: 4 } },
-            settings: { mode, groupSize: 4, batchSize, maxSteps: steps, eta: 4, maxInflight: 32, dropEqualRewardGroups: false, interruptOnPublish: false },
-          }],
+          taskQueue: context.queue('agent'),
+          workflowId: `${prefix}learner`,
+          args: [
+            {
+              runId: `${prefix}run`,
+              datasetKey: `${prefix}q.jsonl`,
+              trajectory: { limits: { maxTurns: 4 } },
+              settings: {
+                mode,
+                groupSize: 4,
+                batchSize,
+                maxSteps: steps,
+                eta: 4,
+                maxInflight: 32,
+                dropEqualRewardGroups: false,
+                interruptOnPublish: false,
+              },
+            },
+          ],
         });
         // A lost report stalls the run for good: give up after a bound and show the learner's state.
         const outcome = await Promise.race([
           handle.result() as Promise<LearnerResult>,
-          new Promise<undefined>((resolve) => { setTimeout(() => resolve(undefined), 200_000).unref(); }),
+          new Promise<undefined>((resolve) => {
+            setTimeout(() => resolve(undefined), 200_000).unref();
+          }),
         ]);
-        const last = await handle.query(learnerStateQuery) as LearnerState;
+        const last = (await handle.query(learnerStateQuery)) as LearnerState;
         if (!outcome) await handle.terminate('test: the learner stalled');
         return { result: outcome, state: last };
       });
@@ -62,7 +99,9 @@ for (const mode of ['sync', 'async'] as const satisfies readonly LearnerMode[]) 
       assert.equal(result.steps, steps);
       assert.equal(result.consumed, steps * batchSize);
       assert.equal(state.inflight, 0, 'no child left waiting for a report that already came');
-      const { rows } = await context.pool.query<{ n: string }>('SELECT count(*) AS n FROM trajectories WHERE run_id = $1', [`${prefix}run`]);
+      const { rows } = await context.pool.query<{ n: string }>('SELECT count(*) AS n FROM trajectories WHERE run_id = $1', [
+        `${prefix}run`,
+      ]);
       assert.equal(state.finished, Number(rows[0]!.n), 'one report counted per finished trajectory');
     } finally {
       await context.close();
@@ -70,7 +109,11 @@ for (const mode of ['sync', 'async'] as const satisfies readonly LearnerMode[]) 
   });
 }
 
-test('the recorded history of the stalled learner still replays under the fix', { skip: !fs.existsSync(fixture) && 'shared/fixtures is not beside the checkout' }, async () => {
-  const history = loadJsonHistory(fixture);
-  await Worker.runReplayHistory({ workflowBundle: { codePath: workflowBundlePath }, replayName: 'learner-lost-report' }, history);
-});
+test(
+  'the recorded history of the stalled learner still replays under the fix',
+  { skip: !fs.existsSync(fixture) && 'shared/fixtures is not beside the checkout' },
+  async () => {
+    const history = loadJsonHistory(fixture);
+    await Worker.runReplayHistory({ workflowBundle: { codePath: workflowBundlePath }, replayName: 'learner-lost-report' }, history);
+  },
+);

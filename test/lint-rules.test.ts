@@ -13,18 +13,27 @@ async function ruleMessages(file: string, code: string): Promise<string[]> {
 
 test('workflow code may not import Node built-ins, pg, minio, zod, onnxruntime or infra', async () => {
   const banned = [
-    "import fs from 'node:fs';", "import { readFileSync } from 'fs';", "import pg from 'pg';", "import { Client } from 'minio';",
-    "import { z } from 'zod';", "import ort from 'onnxruntime-node';", "import { config } from '../infra/config.js';",
+    "import fs from 'node:fs';",
+    "import { readFileSync } from 'fs';",
+    "import pg from 'pg';",
+    "import { Client } from 'minio';",
+    "import { z } from 'zod';",
+    "import ort from 'onnxruntime-node';",
+    "import { config } from '../infra/config.js';",
     "import { createSkeletonActivities } from '../activities/skeleton.activities.js';",
   ];
   for (const line of banned) {
-    const messages = await ruleMessages('workflows/example.workflow.ts', `${line}\nexport const used = [${line.match(/import \{?\s*(\w+)/)![1]}];\n`);
+    const messages = await ruleMessages(
+      'workflows/example.workflow.ts',
+      `${line}\nexport const used = [${line.match(/import \{?\s*(\w+)/)![1]}];\n`,
+    );
     assert.ok(messages.length >= 1, `expected the layer rule to reject: ${line}`);
   }
 });
 
 test('workflow code may import @temporalio/workflow and activity types', async () => {
-  const code = "import { sleep } from '@temporalio/workflow';\nimport type { SkeletonActivities } from '../activities/skeleton.activities.js';\nexport type A = SkeletonActivities;\nexport const s = sleep;\n";
+  const code =
+    "import { sleep } from '@temporalio/workflow';\nimport type { SkeletonActivities } from '../activities/skeleton.activities.js';\nexport type A = SkeletonActivities;\nexport const s = sleep;\n";
   assert.deepEqual(await ruleMessages('workflows/example.workflow.ts', code), []);
 });
 

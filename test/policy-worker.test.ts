@@ -21,10 +21,19 @@ test('a generation survives kill -9 of the gpu-infer worker and matches an unint
   const prefix = uniquePrefix('policy-worker');
   const context = await openContext(prefix);
   const modelDir = await tinyModelDir();
-  const env = { LONGHAUL_TASK_QUEUE_PREFIX: prefix, LONGHAUL_MODEL_DIR: modelDir, LONGHAUL_POLICY_VERSION: '2', LONGHAUL_POLICY_BACKEND: 'onnx', LONGHAUL_ONNX_THREADS: '1' };
+  const env = {
+    LONGHAUL_TASK_QUEUE_PREFIX: prefix,
+    LONGHAUL_MODEL_DIR: modelDir,
+    LONGHAUL_POLICY_VERSION: '2',
+    LONGHAUL_POLICY_BACKEND: 'onnx',
+    LONGHAUL_ONNX_THREADS: '1',
+  };
   const workflowWorker = await Worker.create({
-    connection: await connectWorker(context.config), namespace: context.config.temporal.namespace, taskQueue: context.queue('agent'),
-    workflowsPath, dataConverter: dataConverter(context.config, context.blobs),
+    connection: await connectWorker(context.config),
+    namespace: context.config.temporal.namespace,
+    taskQueue: context.queue('agent'),
+    workflowsPath,
+    dataConverter: dataConverter(context.config, context.blobs),
   });
   let infer = spawnWorker('gpu-infer', env);
   const running = workflowWorker.run();
@@ -33,7 +42,8 @@ test('a generation survives kill -9 of the gpu-infer worker and matches an unint
     const request = { prompt: 'Question: what is durable execution?\nAnswer:', maxNewTokens: 400 };
     const key = `${randomUUID()}/turn-0000`;
     const handle = await context.client.workflow.start('generateOnce', {
-      taskQueue: context.queue('agent'), workflowId: `policy-worker-${randomUUID()}`,
+      taskQueue: context.queue('agent'),
+      workflowId: `policy-worker-${randomUUID()}`,
       args: [{ queue: context.queue('gpu-infer'), generation: { key, request } }],
     });
     // Kill the worker while the first attempt is generating (its heartbeats have started).
@@ -46,7 +56,7 @@ test('a generation survives kill -9 of the gpu-infer worker and matches an unint
     infer.kill('SIGKILL');
     infer = spawnWorker('gpu-infer', env);
     await infer.ready;
-    const result = await handle.result() as GenerateActivityResult;
+    const result = (await handle.result()) as GenerateActivityResult;
     const record = JSON.parse((await context.blobs.get(result.blobKey)).toString()) as GenerationBlob;
     const local = await createOnnxBackend({ modelDir, version: 2, threads: 1 });
     const whole = await local.generate(request);
@@ -57,7 +67,9 @@ test('a generation survives kill -9 of the gpu-infer worker and matches an unint
     assert.deepEqual([...new Set(record.tokenVersions)], [2]);
     assert.equal(result.finishReason, 'length');
     const history = await handle.fetchHistory();
-    const attempts = (history.events ?? []).flatMap((event) => (event.activityTaskStartedEventAttributes ? [event.activityTaskStartedEventAttributes.attempt] : []));
+    const attempts = (history.events ?? []).flatMap((event) =>
+      event.activityTaskStartedEventAttributes ? [event.activityTaskStartedEventAttributes.attempt] : [],
+    );
     assert.deepEqual(attempts, [2], 'the first attempt died with its worker; the second completed');
   } finally {
     infer.kill('SIGKILL');

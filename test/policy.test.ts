@@ -10,7 +10,12 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
-import { createPolicyActivities, generationBlobKey, type GenerateActivityResult, type GenerationBlob } from '../activities/policy.activities.js';
+import {
+  createPolicyActivities,
+  generationBlobKey,
+  type GenerateActivityResult,
+  type GenerationBlob,
+} from '../activities/policy.activities.js';
 import type { GenerateRequest, GenerateResult, PolicyBackend } from '../activities/ports/policy.port.js';
 import { createOnnxBackend, type OnnxBackend } from '../gpu/infer/onnx.backend.js';
 import { materializePolicyVersion, publishPolicyVersion } from '../gpu/infer/policy-store.js';
@@ -38,11 +43,19 @@ describe('the generate activity and policy versions', () => {
 
   it('stores the generation under its key and returns the stored record on a retry', async () => {
     let calls = 0;
-    const counting: PolicyBackend = { name: 'onnx', currentVersion: () => onnx.currentVersion(), capabilities: () => onnx.capabilities(), generate: (request, signal) => { calls += 1; return onnx.generate(request, signal); } };
+    const counting: PolicyBackend = {
+      name: 'onnx',
+      currentVersion: () => onnx.currentVersion(),
+      capabilities: () => onnx.capabilities(),
+      generate: (request, signal) => {
+        calls += 1;
+        return onnx.generate(request, signal);
+      },
+    };
     const activities = createPolicyActivities({ backend: counting, blobs: context.blobs });
     const key = `${randomUUID()}/turn-0003`;
     const input = { key, request: { prompt, maxNewTokens: 6 } };
-    const first = await new MockActivityEnvironment().run(activities.generate, input) as GenerateActivityResult;
+    const first = (await new MockActivityEnvironment().run(activities.generate, input)) as GenerateActivityResult;
     const again = await new MockActivityEnvironment().run(activities.generate, input);
     assert.equal(calls, 1);
     assert.deepEqual(again, first);
@@ -59,9 +72,13 @@ describe('the generate activity and policy versions', () => {
 
   it('stores an interrupted record on cancellation, rethrows, and a resumed generation keeps its tokens', async () => {
     let release!: () => void;
-    const started = new Promise<void>((resolve) => { release = resolve; });
+    const started = new Promise<void>((resolve) => {
+      release = resolve;
+    });
     const slow: PolicyBackend = {
-      name: 'onnx', currentVersion: async () => 0, capabilities: () => onnx.capabilities(),
+      name: 'onnx',
+      currentVersion: async () => 0,
+      capabilities: () => onnx.capabilities(),
       async generate(request: GenerateRequest, signal?: AbortSignal): Promise<GenerateResult> {
         release();
         await new Promise((resolve) => signal?.addEventListener('abort', resolve, { once: true }));
@@ -70,15 +87,21 @@ describe('the generate activity and policy versions', () => {
     };
     const key = `${randomUUID()}/turn-0001`;
     const environment = new MockActivityEnvironment();
-    const running = environment.run(createPolicyActivities({ backend: slow, blobs: context.blobs }).generate, { key, request: { prompt, maxNewTokens: 10 } });
+    const running = environment.run(createPolicyActivities({ backend: slow, blobs: context.blobs }).generate, {
+      key,
+      request: { prompt, maxNewTokens: 10 },
+    });
     await started;
     environment.cancel();
     await assert.rejects(running, (error: unknown) => error instanceof CancelledFailure);
     const partial = JSON.parse((await context.blobs.get(generationBlobKey(key))).toString()) as GenerationBlob;
     assert.equal(partial.tokenIds.length, 3);
 
-    const resumed = await new MockActivityEnvironment().run(createPolicyActivities({ backend: onnx, blobs: context.blobs }).generate,
-      { key: `${key}-r1`, resumeFrom: key, request: { prompt, maxNewTokens: 10 } }) as GenerateActivityResult;
+    const resumed = (await new MockActivityEnvironment().run(createPolicyActivities({ backend: onnx, blobs: context.blobs }).generate, {
+      key: `${key}-r1`,
+      resumeFrom: key,
+      request: { prompt, maxNewTokens: 10 },
+    })) as GenerateActivityResult;
     const whole = await onnx.generate({ prompt, maxNewTokens: 10 });
     const record = JSON.parse((await context.blobs.get(resumed.blobKey)).toString()) as GenerationBlob;
     assert.deepEqual(record.tokenIds, whole.tokenIds);
@@ -88,10 +111,21 @@ describe('the generate activity and policy versions', () => {
 
   it('fails a bad input without retrying, naming the field', async () => {
     const activities = createPolicyActivities({ backend: onnx, blobs: context.blobs });
-    await assert.rejects(new MockActivityEnvironment().run(activities.generate, { key: '../escape', request: { prompt, maxNewTokens: 2 } }), (error: unknown) =>
-      error instanceof ApplicationFailure && error.nonRetryable && error.type === 'LonghaulInvalidInput' && error.message.startsWith('generate: key: '));
-    await assert.rejects(new MockActivityEnvironment().run(activities.generate, { key: 'k', request: { prompt, maxNewTokens: -1 } }), (error: unknown) =>
-      error instanceof ApplicationFailure && error.nonRetryable && error.message === 'generate: request.maxNewTokens: Too small: expected number to be >=1');
+    await assert.rejects(
+      new MockActivityEnvironment().run(activities.generate, { key: '../escape', request: { prompt, maxNewTokens: 2 } }),
+      (error: unknown) =>
+        error instanceof ApplicationFailure &&
+        error.nonRetryable &&
+        error.type === 'LonghaulInvalidInput' &&
+        error.message.startsWith('generate: key: '),
+    );
+    await assert.rejects(
+      new MockActivityEnvironment().run(activities.generate, { key: 'k', request: { prompt, maxNewTokens: -1 } }),
+      (error: unknown) =>
+        error instanceof ApplicationFailure &&
+        error.nonRetryable &&
+        error.message === 'generate: request.maxNewTokens: Too small: expected number to be >=1',
+    );
   });
 
   it('publishes a prepared folder as a policy version once and fetches it back byte for byte', async () => {
@@ -101,7 +135,20 @@ describe('the generate activity and policy versions', () => {
     const again = await publishPolicyVersion({ blobs: context.blobs, versions, modelDir: dir, version });
     assert.equal(first.published, true);
     assert.equal(again.published, false);
-    assert.deepEqual(first.row.files.map((file) => file.name), ['chat_template.jinja', 'config.json', 'generation_config.json', 'longhaul-model.json', 'model.onnx', 'model.onnx.data', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json']);
+    assert.deepEqual(
+      first.row.files.map((file) => file.name),
+      [
+        'chat_template.jinja',
+        'config.json',
+        'generation_config.json',
+        'longhaul-model.json',
+        'model.onnx',
+        'model.onnx.data',
+        'model.safetensors',
+        'tokenizer.json',
+        'tokenizer_config.json',
+      ],
+    );
     const cacheDir = fs.mkdtempSync(path.join(os.tmpdir(), 'longhaul-policy-'));
     try {
       const fetched = await materializePolicyVersion({ blobs: context.blobs, versions, cacheDir, version });
@@ -110,8 +157,13 @@ describe('the generate activity and policy versions', () => {
     } finally {
       fs.rmSync(cacheDir, { recursive: true, force: true });
     }
-    await assert.rejects(materializePolicyVersion({ blobs: context.blobs, versions, cacheDir, version: version + 5_000_000 }), (error: unknown) =>
-      (error instanceof LonghaulError && error.code === errorTypes.notFound) && error.message === `policy version ${version + 5_000_000} is not registered`);
+    await assert.rejects(
+      materializePolicyVersion({ blobs: context.blobs, versions, cacheDir, version: version + 5_000_000 }),
+      (error: unknown) =>
+        error instanceof LonghaulError &&
+        error.code === errorTypes.notFound &&
+        error.message === `policy version ${version + 5_000_000} is not registered`,
+    );
     // Leave the stack's "latest version" as it was.
     await context.pool.query('DELETE FROM policy_versions WHERE version = $1', [version]);
     for (const key of await context.blobs.list(first.row.blobPrefix)) await context.blobs.delete(key);

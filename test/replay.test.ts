@@ -15,7 +15,10 @@ function load(file: string) {
   return proto.temporal.api.history.v1.History.decode(fs.readFileSync(path.join(folder, file)));
 }
 
-for (const file of fs.readdirSync(folder).filter((name) => name.endsWith('.pb')).sort()) {
+for (const file of fs
+  .readdirSync(folder)
+  .filter((name) => name.endsWith('.pb'))
+  .sort()) {
   test(`the recorded history ${file} replays without nondeterminism`, async () => {
     const history = load(file);
     await Worker.runReplayHistory({ workflowBundle: { codePath: workflowBundlePath }, replayName: file }, history);
@@ -27,5 +30,8 @@ test('a history from changed workflow code is caught by replay', async () => {
   const history = load('trajectory-answered.pb');
   const scheduled = history.events!.find((event) => event.activityTaskScheduledEventAttributes)!;
   scheduled.activityTaskScheduledEventAttributes!.activityType!.name = 'someOtherActivity';
-  await assert.rejects(Worker.runReplayHistory({ workflowBundle: { codePath: workflowBundlePath }, replayName: 'tampered' }, history), /[Nn]ondeterminism|DeterminismViolation/);
+  await assert.rejects(
+    Worker.runReplayHistory({ workflowBundle: { codePath: workflowBundlePath }, replayName: 'tampered' }, history),
+    /[Nn]ondeterminism|DeterminismViolation/,
+  );
 });

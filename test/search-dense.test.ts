@@ -32,23 +32,35 @@ function embedText(text: string): number[] {
 before(async () => {
   server = http.createServer((request, response) => {
     let body = '';
-    request.on('data', (chunk) => { body += String(chunk); });
+    request.on('data', (chunk) => {
+      body += String(chunk);
+    });
     request.on('end', () => {
       const parsed = JSON.parse(body) as { input: string[]; input_type: string };
       inputTypes.push(parsed.input_type);
       response.writeHead(200, { 'content-type': 'application/json' });
-      response.end(JSON.stringify({ object: 'list', data: parsed.input.map((text, index) => ({ object: 'embedding', index, embedding: embedText(text) })) }));
+      response.end(
+        JSON.stringify({
+          object: 'list',
+          data: parsed.input.map((text, index) => ({ object: 'embedding', index, embedding: embedText(text) })),
+        }),
+      );
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   pool = await openSchemaPool(databaseUrl, schema, 4);
   const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'longhaul-dense-')), 'corpus.jsonl');
-  fs.writeFileSync(file, [
-    { id: 'kittens', title: 'Kittens', text: 'quantum kittens purr in superposition' },
-    { id: 'harbour', title: 'Harbour', text: 'ships dock at the old harbour at dawn' },
-    { id: 'bakery', title: 'Bakery', text: 'bread rises in the warm bakery oven' },
-  ].map((row) => JSON.stringify(row)).join('\n'));
+  fs.writeFileSync(
+    file,
+    [
+      { id: 'kittens', title: 'Kittens', text: 'quantum kittens purr in superposition' },
+      { id: 'harbour', title: 'Harbour', text: 'ships dock at the old harbour at dawn' },
+      { id: 'bakery', title: 'Bakery', text: 'bread rises in the warm bakery oven' },
+    ]
+      .map((row) => JSON.stringify(row))
+      .join('\n'),
+  );
   await ingestFile(pool, file);
 });
 
@@ -66,10 +78,14 @@ test('passages are embedded once through an OpenAI-compatible endpoint and dense
   // The query shares two words with the kittens passage, one ("oven") with the bakery one, none with the harbour one.
   const query = 'purr kittens oven';
   const hits = await dense.search(query, 3);
-  assert.deepEqual(hits.map((hit) => hit.documentId), ['kittens', 'bakery', 'harbour']);
+  assert.deepEqual(
+    hits.map((hit) => hit.documentId),
+    ['kittens', 'bakery', 'harbour'],
+  );
   assert.equal(hits[0]!.text, 'quantum kittens purr in superposition');
   // Scores are the cosine of the query's and the passage's (title + text) vectors, computed here on their own.
-  const cosine = (a: number[], b: number[]) => a.reduce((sum, value, index) => sum + value * b[index]!, 0) / Math.hypot(...a) / Math.hypot(...b);
+  const cosine = (a: number[], b: number[]) =>
+    a.reduce((sum, value, index) => sum + value * b[index]!, 0) / Math.hypot(...a) / Math.hypot(...b);
   for (const hit of hits) {
     const expected = cosine(embedText(query), embedText(`${hit.title}. ${hit.text}`));
     assert.ok(Math.abs(hit.score - expected) < 1e-6, `${hit.documentId}: score ${hit.score}, cosine ${expected}`);
@@ -85,6 +101,9 @@ test('hybrid search fuses rankings by reciprocal rank: agreement wins over one f
   });
   const hybrid = createHybridSearchEngine([fixed('a', ['x', 'y', 'z']), fixed('b', ['w', 'y', 'x'])]);
   const hits = await hybrid.search('anything', 3);
-  assert.deepEqual(hits.map((hit) => hit.documentId), ['x', 'y', 'w']);
+  assert.deepEqual(
+    hits.map((hit) => hit.documentId),
+    ['x', 'y', 'w'],
+  );
   assert.equal(hits[0]!.score, 1 / 61 + 1 / 63);
 });

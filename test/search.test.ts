@@ -37,10 +37,13 @@ test('splitting a text into pages cuts between paragraphs and inside a paragraph
 });
 
 test('ingesting {"id","contents"} JSONL twice writes each document once and the second run changes nothing', async () => {
-  const file = writeFile('contents.jsonl', lines([
-    { id: `c1-${tag}`, contents: `"Zorblat Harbour ${tag}"\nZorblat Harbour is a fictional port on the Quillan coast.` },
-    { id: `c2-${tag}`, contents: 'A passage without a quoted title about the Quillan coast.' },
-  ]));
+  const file = writeFile(
+    'contents.jsonl',
+    lines([
+      { id: `c1-${tag}`, contents: `"Zorblat Harbour ${tag}"\nZorblat Harbour is a fictional port on the Quillan coast.` },
+      { id: `c2-${tag}`, contents: 'A passage without a quoted title about the Quillan coast.' },
+    ]),
+  );
   const first = await ingestFile(pool, file);
   assert.deepEqual([first.read, first.written, first.unchanged, first.passages, first.badRows], [2, 2, 0, 2, 0]);
   const second = await ingestFile(pool, file);
@@ -52,7 +55,10 @@ test('ingesting {"id","contents"} JSONL twice writes each document once and the 
 });
 
 test('a HippoRAG JSON array is streamed with repeated titles numbered and a malformed element reported by its line', async () => {
-  const file = writeFile('hipporag.json', `[\n{"title": "Twin ${tag}", "text": "first twin text"},\n{"title": "Twin ${tag}", "text": "second twin text"},\n{"title": 7, "text": "bad title"},\n{"heading": "no layout"}\n]`);
+  const file = writeFile(
+    'hipporag.json',
+    `[\n{"title": "Twin ${tag}", "text": "first twin text"},\n{"title": "Twin ${tag}", "text": "second twin text"},\n{"title": 7, "text": "bad title"},\n{"heading": "no layout"}\n]`,
+  );
   const report = await ingestFile(pool, file);
   assert.equal(report.read, 2);
   assert.equal(report.badRows, 2);
@@ -77,7 +83,10 @@ test('with onBadRow fail a malformed line stops the run naming the line, and no 
 
 test('a long KILT page is split into pages that can be read one by one, and search finds its title first', async () => {
   const paragraphs = Array.from({ length: 30 }, (_, index) => `Paragraph ${index} of the quuxology article ${'word '.repeat(40)}`);
-  const file = writeFile('kilt.jsonl', lines([{ wikipedia_id: `k-${tag}`, wikipedia_title: `Quuxology${tag}`, text: [`Quuxology${tag}`, ...paragraphs] }]));
+  const file = writeFile(
+    'kilt.jsonl',
+    lines([{ wikipedia_id: `k-${tag}`, wikipedia_title: `Quuxology${tag}`, text: [`Quuxology${tag}`, ...paragraphs] }]),
+  );
   const report = await ingestFile(pool, file, { pageWords: 200 });
   assert.equal(report.passages, 8);
   const third = await engine.page(`k-${tag}`, 3);
@@ -90,16 +99,30 @@ test('a long KILT page is split into pages that can be read one by one, and sear
 });
 
 test('longhaul ingest of a missing file exits 2 naming the file', async () => {
-  const outcome = await promisify(execFile)(process.execPath, [path.join(repoRoot, 'dist', 'cli', 'main.js'), 'ingest', '/nonexistent/corpus.jsonl'])
-    .then(() => ({ code: 0, stderr: '' }), (error: { code: number; stderr: string }) => error);
+  const outcome = await promisify(execFile)(process.execPath, [
+    path.join(repoRoot, 'dist', 'cli', 'main.js'),
+    'ingest',
+    '/nonexistent/corpus.jsonl',
+  ]).then(
+    () => ({ code: 0, stderr: '' }),
+    (error: { code: number; stderr: string }) => error,
+  );
   assert.equal(outcome.code, 2);
   assert.equal(outcome.stderr.trim(), 'longhaul: <file> "/nonexistent/corpus.jsonl" does not exist (see longhaul ingest --help)');
 });
 
 test('longhaul ingest --on-bad-row fail exits 2 naming the file and line of the bad row', async () => {
   const file = writeFile('cli-bad.jsonl', `${JSON.stringify({ id: `cli-${tag}`, contents: 'fine' })}\n{"id": 3}\n`);
-  const outcome = await promisify(execFile)(process.execPath, [path.join(repoRoot, 'dist', 'cli', 'main.js'), 'ingest', file, '--on-bad-row', 'fail'])
-    .then(() => ({ code: 0, stderr: '' }), (error: { code: number; stderr: string }) => error);
+  const outcome = await promisify(execFile)(process.execPath, [
+    path.join(repoRoot, 'dist', 'cli', 'main.js'),
+    'ingest',
+    file,
+    '--on-bad-row',
+    'fail',
+  ]).then(
+    () => ({ code: 0, stderr: '' }),
+    (error: { code: number; stderr: string }) => error,
+  );
   assert.equal(outcome.code, 2);
   assert.match(outcome.stderr, new RegExp(`^longhaul: bad row at ${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:2: unknown layout`));
   assert.equal(await engine.page(`cli-${tag}`, 1), null);

@@ -26,11 +26,20 @@ async function longhaul(args: string[], env: NodeJS.ProcessEnv) {
   }
 }
 
-interface StatusJson { webUi: string; services: { name: string; running: boolean; pid?: number; embedded: boolean }[] }
+interface StatusJson {
+  webUi: string;
+  services: { name: string; running: boolean; pid?: number; embedded: boolean }[];
+}
 
 test('up twice is harmless, status --json reports every service, and down then up keeps workflows, rows and objects', async () => {
   const home = fs.mkdtempSync(path.join(os.tmpdir(), 'longhaul-lifecycle-'));
-  const env = { LONGHAUL_HOME: home, LONGHAUL_TEMPORAL_PORT: '37233', LONGHAUL_TEMPORAL_UI_PORT: '38233', LONGHAUL_PG_PORT: '55434', LONGHAUL_S3_PORT: '36333' };
+  const env = {
+    LONGHAUL_HOME: home,
+    LONGHAUL_TEMPORAL_PORT: '37233',
+    LONGHAUL_TEMPORAL_UI_PORT: '38233',
+    LONGHAUL_PG_PORT: '55434',
+    LONGHAUL_S3_PORT: '36333',
+  };
   try {
     const first = await longhaul(['up', '--no-workers', '--json'], env);
     assert.equal(first.code, 0, first.stderr);
@@ -39,22 +48,45 @@ test('up twice is harmless, status --json reports every service, and down then u
     assert.equal(second.code, 0, second.stderr);
     const after = JSON.parse(second.stdout) as StatusJson;
     const core = (status: StatusJson) => status.services.filter((service) => !service.name.startsWith('worker-'));
-    assert.deepEqual(core(after).map((service) => [service.name, service.running, service.pid]), core(before).map((service) => [service.name, service.running, service.pid]), 'the second up restarts nothing');
-    assert.deepEqual(core(after).map((service) => service.name).sort(), ['postgres', 's3', 'temporal']);
+    assert.deepEqual(
+      core(after).map((service) => [service.name, service.running, service.pid]),
+      core(before).map((service) => [service.name, service.running, service.pid]),
+      'the second up restarts nothing',
+    );
+    assert.deepEqual(
+      core(after)
+        .map((service) => service.name)
+        .sort(),
+      ['postgres', 's3', 'temporal'],
+    );
     assert.ok(core(after).every((service) => service.running && service.embedded));
-    assert.deepEqual(after.services.filter((service) => service.name.startsWith('worker-')).map((service) => service.name).sort(),
-      ['worker-agent', 'worker-gpu-infer', 'worker-gpu-train', 'worker-tools']);
+    assert.deepEqual(
+      after.services
+        .filter((service) => service.name.startsWith('worker-'))
+        .map((service) => service.name)
+        .sort(),
+      ['worker-agent', 'worker-gpu-infer', 'worker-gpu-train', 'worker-tools'],
+    );
 
     const ui = await fetch(after.webUi);
     assert.equal(ui.status, 200, 'the Web UI answers');
-    const attributes = await fetch(`${after.webUi}/api/v1/namespaces/default/search-attributes`).then((response) => response.json()) as { customAttributes: Record<string, string> };
-    for (const { name } of searchAttributeDefinitions) assert.ok(name in attributes.customAttributes, `Web UI knows search attribute ${name}`);
+    const attributes = (await fetch(`${after.webUi}/api/v1/namespaces/default/search-attributes`).then((response) => response.json())) as {
+      customAttributes: Record<string, string>;
+    };
+    for (const { name } of searchAttributeDefinitions)
+      assert.ok(name in attributes.customAttributes, `Web UI knows search attribute ${name}`);
 
     const prefix = uniquePrefix('lifecycle');
     const workflowId = `${prefix}skeleton`;
     let context = await openContext(prefix, env);
-    const worker = await inProcessWorker(context, 'agent', createSkeletonActivities({ blobs: context.blobs, steps: createPgSkeletonStepStore(context.pool) }));
-    await worker.runUntil(context.client.workflow.execute(skeletonWorkflowType, { taskQueue: context.queue('agent'), workflowId, args: [{ steps: 5 }] }));
+    const worker = await inProcessWorker(
+      context,
+      'agent',
+      createSkeletonActivities({ blobs: context.blobs, steps: createPgSkeletonStepStore(context.pool) }),
+    );
+    await worker.runUntil(
+      context.client.workflow.execute(skeletonWorkflowType, { taskQueue: context.queue('agent'), workflowId, args: [{ steps: 5 }] }),
+    );
     await context.close();
 
     assert.equal((await longhaul(['down'], env)).code, 0);
@@ -85,8 +117,10 @@ test('up refuses a port that another process holds, saying which and how to fix 
   const shared = await openContext(uniquePrefix('port'));
   try {
     const result = await longhaul(['up', '--no-workers'], {
-      LONGHAUL_HOME: home, LONGHAUL_TEMPORAL_PORT: String(port),
-      DATABASE_URL: shared.config.postgres.url, S3_ENDPOINT: shared.config.s3.endpoint,
+      LONGHAUL_HOME: home,
+      LONGHAUL_TEMPORAL_PORT: String(port),
+      DATABASE_URL: shared.config.postgres.url,
+      S3_ENDPOINT: shared.config.s3.endpoint,
     });
     assert.equal(result.code, 1);
     assert.match(result.stderr, new RegExp(`port ${port} \\(Temporal gRPC\\) is in use by another process`));

@@ -15,7 +15,11 @@ test('the S3 blob store writes, lists, reads and deletes real objects', async ()
     assert.deepEqual([...(await context.blobs.get(`${prefix}/a`))], [1, 2, 3]);
     assert.equal((await context.blobs.get(`${prefix}/b`)).toString(), 'two');
     assert.equal(await context.blobs.exists(`${prefix}/missing`), false);
-    await assert.rejects(context.blobs.get(`${prefix}/missing`), (error: unknown) => error instanceof LonghaulError && error.code === errorTypes.notFound && error.message === `blob not found: ${prefix}/missing`);
+    await assert.rejects(
+      context.blobs.get(`${prefix}/missing`),
+      (error: unknown) =>
+        error instanceof LonghaulError && error.code === errorTypes.notFound && error.message === `blob not found: ${prefix}/missing`,
+    );
     await context.blobs.delete(`${prefix}/a`);
     assert.equal(await context.blobs.exists(`${prefix}/a`), false);
   } finally {
@@ -28,7 +32,10 @@ test('migrations are versioned and applying them again changes nothing', async (
   try {
     assert.deepEqual(await migrate(context.config.postgres.url), []);
     const { rows } = await context.pool.query<{ version: number }>('SELECT version FROM schema_migrations ORDER BY version');
-    assert.deepEqual(rows.map((row) => row.version), listMigrations().map((migration) => migration.version));
+    assert.deepEqual(
+      rows.map((row) => row.version),
+      listMigrations().map((migration) => migration.version),
+    );
   } finally {
     await context.close();
   }

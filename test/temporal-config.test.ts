@@ -15,7 +15,12 @@ test('a profile pointing at the test stack is honoured by clients and workers, o
   const file = path.join(folder, 'temporal.toml');
   fs.writeFileSync(file, `[profile.stack]\naddress = "${stack.temporal.address}"\nnamespace = "${stack.temporal.namespace}"\n`);
   // Port 1: without the profile, every connection would go to an embedded server that is not there.
-  const environment: NodeJS.ProcessEnv = { ...process.env, LONGHAUL_TEMPORAL_PORT: '1', TEMPORAL_CONFIG_FILE: file, TEMPORAL_PROFILE: 'stack' };
+  const environment: NodeJS.ProcessEnv = {
+    ...process.env,
+    LONGHAUL_TEMPORAL_PORT: '1',
+    TEMPORAL_CONFIG_FILE: file,
+    TEMPORAL_PROFILE: 'stack',
+  };
   delete environment.TEMPORAL_ADDRESS;
   delete environment.TEMPORAL_NAMESPACE;
   const config = loadConfig(environment);
@@ -36,6 +41,8 @@ test('a profile pointing at the test stack is honoured by clients and workers, o
   } finally {
     await worker.close();
   }
-  await assert.rejects(connectClient(loadConfig({ ...environment, TEMPORAL_CONFIG_FILE: '', TEMPORAL_PROFILE: '' }), createS3BlobStore(config)),
-    /cannot reach Temporal at 127\.0\.0\.1:1/);
+  await assert.rejects(
+    connectClient(loadConfig({ ...environment, TEMPORAL_CONFIG_FILE: '', TEMPORAL_PROFILE: '' }), createS3BlobStore(config)),
+    /cannot reach Temporal at 127\.0\.0\.1:1/,
+  );
 });

@@ -30,7 +30,8 @@ after(() => pool.end());
 /** A plug-in of the real shape whose work is a sleep, counting its executions. */
 function sleepyTool(name: string, delayMs: number): ToolPlugin<{ text: string }> & { executions: number } {
   const plugin = {
-    name, executions: 0,
+    name,
+    executions: 0,
     description: 'Echo text after a pause.',
     inputSchema: z.strictObject({ text: z.string().min(1).describe('Text to echo.') }),
     successCriterion: 'the text is not "fail"',
@@ -50,9 +51,13 @@ test('several calls of one turn run in parallel and come back in order', async (
   // Each call waits until all three have started: calls run one after another would never get there.
   const arrivals: string[] = [];
   let allStarted: () => void = () => undefined;
-  const started = new Promise<void>((resolve) => { allStarted = resolve; });
+  const started = new Promise<void>((resolve) => {
+    allStarted = resolve;
+  });
   const gate: ToolPlugin<{ text: string }> = {
-    name: `gate_${tag}`, description: 'Echo text once every call of the turn has started.', cacheable: false,
+    name: `gate_${tag}`,
+    description: 'Echo text once every call of the turn has started.',
+    cacheable: false,
     inputSchema: z.strictObject({ text: z.string().min(1).describe('Text to echo.') }),
     successCriterion: 'always',
     async execute(input) {
@@ -67,20 +72,44 @@ test('several calls of one turn run in parallel and come back in order', async (
   };
   const activities = createToolActivities({ registry: new ToolRegistry([gate]), store });
   const startedAt = Date.now();
-  const results = await activities.runTools({ key: `t/${randomUUID()}`, calls: [{ tool: gate.name, input: { text: 'c' } }, { tool: gate.name, input: { text: 'a' } }, { tool: gate.name, input: { text: 'b' } }] });
+  const results = await activities.runTools({
+    key: `t/${randomUUID()}`,
+    calls: [
+      { tool: gate.name, input: { text: 'c' } },
+      { tool: gate.name, input: { text: 'a' } },
+      { tool: gate.name, input: { text: 'b' } },
+    ],
+  });
   console.log(`three parallel calls took ${Date.now() - startedAt} ms`);
-  assert.deepEqual(results.map((result) => result.observation), ['echo: c after 3 started', 'echo: a after 3 started', 'echo: b after 3 started']);
-  assert.deepEqual(results.map((result) => result.ok), [true, true, true]);
+  assert.deepEqual(
+    results.map((result) => result.observation),
+    ['echo: c after 3 started', 'echo: a after 3 started', 'echo: b after 3 started'],
+  );
+  assert.deepEqual(
+    results.map((result) => result.ok),
+    [true, true, true],
+  );
 });
 
 test('a call whose input fails its schema, or names an unknown tool, is an invalid result the agent can read', async () => {
   const echo = sleepyTool(`echo_${tag}`, 0);
   const activities = createToolActivities({ registry: new ToolRegistry([echo, createAnswerTool()]), store });
-  const [bad, unknown, answer] = await activities.runTools({ key: `t/${randomUUID()}`, calls: [
-    { tool: echo.name, input: { text: 5 } }, { tool: 'teleport', input: {} }, { tool: 'answer', input: { answer: ' Paris ' } },
-  ] });
-  assert.deepEqual([bad!.ok, bad!.invalid, bad!.observation], [false, true, `Error: invalid input for ${echo.name}: text: Invalid input: expected string, received number`]);
-  assert.deepEqual([unknown!.ok, unknown!.invalid, unknown!.observation], [false, true, `Error: unknown tool "teleport" (tools: ${echo.name}, answer).`]);
+  const [bad, unknown, answer] = await activities.runTools({
+    key: `t/${randomUUID()}`,
+    calls: [
+      { tool: echo.name, input: { text: 5 } },
+      { tool: 'teleport', input: {} },
+      { tool: 'answer', input: { answer: ' Paris ' } },
+    ],
+  });
+  assert.deepEqual(
+    [bad!.ok, bad!.invalid, bad!.observation],
+    [false, true, `Error: invalid input for ${echo.name}: text: Invalid input: expected string, received number`],
+  );
+  assert.deepEqual(
+    [unknown!.ok, unknown!.invalid, unknown!.observation],
+    [false, true, `Error: unknown tool "teleport" (tools: ${echo.name}, answer).`],
+  );
   assert.deepEqual([answer!.ok, answer!.invalid, answer!.observation], [true, false, 'Answer recorded: Paris']);
   assert.equal(echo.executions, 0);
 });
@@ -88,7 +117,13 @@ test('a call whose input fails its schema, or names an unknown tool, is an inval
 test('a tool failure and a failed success check are ok=false observations, not exceptions', async () => {
   const echo = sleepyTool(`fails_${tag}`, 0);
   const activities = createToolActivities({ registry: new ToolRegistry([echo]), store });
-  const [missing, judged] = await activities.runTools({ key: `t/${randomUUID()}`, calls: [{ tool: echo.name, input: { text: 'missing' } }, { tool: echo.name, input: { text: 'fail' } }] });
+  const [missing, judged] = await activities.runTools({
+    key: `t/${randomUUID()}`,
+    calls: [
+      { tool: echo.name, input: { text: 'missing' } },
+      { tool: echo.name, input: { text: 'fail' } },
+    ],
+  });
   assert.deepEqual([missing!.ok, missing!.invalid, missing!.observation], [false, false, 'Nothing called missing.']);
   assert.deepEqual([judged!.ok, judged!.invalid, judged!.observation], [false, false, 'echo: fail']);
 });
@@ -105,9 +140,14 @@ test('the same normalised input is served from the cache until its TTL passes', 
   assert.deepEqual([hit.cacheHit, hit.observation, hit.documentIds], [true, 'echo: hello  world', ['hello  world']]);
   assert.equal(echo.executions, 1);
   const { rows } = await pool.query<{ remaining_ms: number }>(
-    'SELECT (extract(epoch FROM expires_at - now()) * 1000)::float8 AS remaining_ms FROM tool_cache WHERE tool = $1', [echo.name]);
+    'SELECT (extract(epoch FROM expires_at - now()) * 1000)::float8 AS remaining_ms FROM tool_cache WHERE tool = $1',
+    [echo.name],
+  );
   assert.equal(rows.length, 1, 'one cache row for the normalised input');
-  assert.ok(rows[0]!.remaining_ms > ttlMs - 60_000 && rows[0]!.remaining_ms <= ttlMs, `expires in ${rows[0]!.remaining_ms} ms, TTL ${ttlMs} ms`);
+  assert.ok(
+    rows[0]!.remaining_ms > ttlMs - 60_000 && rows[0]!.remaining_ms <= ttlMs,
+    `expires in ${rows[0]!.remaining_ms} ms, TTL ${ttlMs} ms`,
+  );
   await pool.query("UPDATE tool_cache SET expires_at = now() - interval '1 second' WHERE tool = $1", [echo.name]);
   const expired = (await run('hello world'))[0]!;
   assert.deepEqual([expired.cacheHit, expired.observation], [false, 'echo: hello world']);
@@ -119,7 +159,11 @@ test('an oversized observation is truncated to the limit with a marker', async (
   assert.deepEqual(truncateObservation('x'.repeat(50), 100), { text: 'x'.repeat(50), truncated: false });
   const echo = sleepyTool(`big_${tag}`, 0);
   const activities = createToolActivities({ registry: new ToolRegistry([echo]), store });
-  const [result] = await activities.runTools({ key: `t/${randomUUID()}`, maxObservationChars: 200, calls: [{ tool: echo.name, input: { text: 'y'.repeat(1000) } }] });
+  const [result] = await activities.runTools({
+    key: `t/${randomUUID()}`,
+    maxObservationChars: 200,
+    calls: [{ tool: echo.name, input: { text: 'y'.repeat(1000) } }],
+  });
   assert.equal(result!.truncated, true);
   const omitted = Number(/\n\[… truncated: (\d+) more characters\]$/.exec(result!.observation)?.[1]);
   assert.equal(result!.observation.length, 200);
@@ -130,7 +174,11 @@ test('a retried turn gets its first results back and its calls are recorded once
   const echo = sleepyTool(`stats_${tag}`, 20);
   const activities = createToolActivities({ registry: new ToolRegistry([echo]), store });
   const key = `t/${randomUUID()}`;
-  const calls = [{ tool: echo.name, input: { text: 'one' } }, { tool: echo.name, input: { text: 'fail' } }, { tool: echo.name, input: { wrong: true } }];
+  const calls = [
+    { tool: echo.name, input: { text: 'one' } },
+    { tool: echo.name, input: { text: 'fail' } },
+    { tool: echo.name, input: { wrong: true } },
+  ];
   const first = await activities.runTools({ key, calls });
   const retry = await activities.runTools({ key, calls });
   assert.deepEqual(retry, first);
@@ -153,22 +201,29 @@ test('describeTools gives each tool a JSON schema whose fields are all described
 test('the sql tool answers a SELECT and refuses a write or a second statement', async () => {
   const sql = createSqlTool(createPgReadOnlySql(pool, { maxRows: 2 }));
   const activities = createToolActivities({ registry: new ToolRegistry([sql]), store, cacheTtlMs: 0 });
-  const [rows, write, two] = await activities.runTools({ key: `t/${randomUUID()}`, calls: [
-    { tool: 'sql', input: { query: 'SELECT n, n * n AS square FROM generate_series(1, 3) AS n' } },
-    { tool: 'sql', input: { query: `CREATE TABLE sql_tool_${tag} (x int)` } },
-    { tool: 'sql', input: { query: 'SELECT 1; SELECT 2' } },
-  ] });
+  const [rows, write, two] = await activities.runTools({
+    key: `t/${randomUUID()}`,
+    calls: [
+      { tool: 'sql', input: { query: 'SELECT n, n * n AS square FROM generate_series(1, 3) AS n' } },
+      { tool: 'sql', input: { query: `CREATE TABLE sql_tool_${tag} (x int)` } },
+      { tool: 'sql', input: { query: 'SELECT 1; SELECT 2' } },
+    ],
+  });
   assert.equal(rows!.observation, '2 rows\nn | square\n1 | 1\n2 | 4\n[… more rows not shown]');
   assert.deepEqual([write!.ok, write!.observation], [false, 'Error: sql failed: cannot execute CREATE TABLE in a read-only transaction']);
   assert.deepEqual([two!.invalid, two!.observation], [true, 'Error: invalid input for sql: query: expected a single statement']);
 });
 
 test('longhaul tools run records the call and longhaul tools stats reports it', async () => {
-  const cli = (...args: string[]) => promisify(execFile)(process.execPath, [path.join(repoRoot, 'dist', 'cli', 'main.js'), 'tools', ...args]);
+  const cli = (...args: string[]) =>
+    promisify(execFile)(process.execPath, [path.join(repoRoot, 'dist', 'cli', 'main.js'), 'tools', ...args]);
   const { stdout } = await cli('run', 'answer', `{"answer":"${tag}"}`, '--json');
   const result = JSON.parse(stdout) as { ok: boolean; observation: string; invalid: boolean };
   assert.deepEqual([result.ok, result.invalid, result.observation], [true, false, `Answer recorded: ${tag}`]);
-  const bad = await cli('run', 'search', '{"query":""}').then(() => null, (error: { code: number; stdout: string }) => error);
+  const bad = await cli('run', 'search', '{"query":""}').then(
+    () => null,
+    (error: { code: number; stdout: string }) => error,
+  );
   assert.equal(bad?.code, 1);
   assert.equal(bad?.stdout.split('\n')[1], 'Error: invalid input for search: query: Too small: expected string to have >=1 characters');
   const stats = JSON.parse((await cli('stats', '--since-minutes', '5', '--json')).stdout) as { tools: { tool: string; calls: number }[] };
@@ -181,22 +236,43 @@ test('the tools worker starts with the tool activities on its queue', { timeout:
   const context = await openContext(prefix);
   const worker = spawnWorker('tools', { LONGHAUL_TASK_QUEUE_PREFIX: prefix });
   const workflows = await Worker.create({
-    connection: await connectWorker(context.config), namespace: context.config.temporal.namespace, taskQueue: context.queue('agent'),
-    workflowsPath: toolsOnceFixture, dataConverter: dataConverter(context.config, context.blobs),
+    connection: await connectWorker(context.config),
+    namespace: context.config.temporal.namespace,
+    taskQueue: context.queue('agent'),
+    workflowsPath: toolsOnceFixture,
+    dataConverter: dataConverter(context.config, context.blobs),
   });
   const running = workflows.run();
   try {
     await worker.ready;
-    const result = await context.client.workflow.execute('toolsOnce', {
-      taskQueue: context.queue('agent'), workflowId: `${prefix}tools-once`,
-      args: [{ queue: context.queue('tools'), run: { key: `t/${randomUUID()}`, calls: [{ tool: 'answer', input: { answer: tag } }, { tool: 'teleport', input: {} }] } }],
-    }) as ToolsOnceResult;
+    const result = (await context.client.workflow.execute('toolsOnce', {
+      taskQueue: context.queue('agent'),
+      workflowId: `${prefix}tools-once`,
+      args: [
+        {
+          queue: context.queue('tools'),
+          run: {
+            key: `t/${randomUUID()}`,
+            calls: [
+              { tool: 'answer', input: { answer: tag } },
+              { tool: 'teleport', input: {} },
+            ],
+          },
+        },
+      ],
+    })) as ToolsOnceResult;
     assert.deepEqual(result.ping, { ...result.ping, role: 'tools', pid: worker.pid });
-    assert.deepEqual(result.described.map((tool) => tool.name).filter((name) => ['search', 'access', 'answer'].includes(name)), ['search', 'access', 'answer']);
-    assert.deepEqual(result.results.map((call) => [call.tool, call.ok, call.invalid, call.observation]), [
-      ['answer', true, false, `Answer recorded: ${tag}`],
-      ['teleport', false, true, `Error: unknown tool "teleport" (tools: ${result.described.map((tool) => tool.name).join(', ')}).`],
-    ]);
+    assert.deepEqual(
+      result.described.map((tool) => tool.name).filter((name) => ['search', 'access', 'answer'].includes(name)),
+      ['search', 'access', 'answer'],
+    );
+    assert.deepEqual(
+      result.results.map((call) => [call.tool, call.ok, call.invalid, call.observation]),
+      [
+        ['answer', true, false, `Answer recorded: ${tag}`],
+        ['teleport', false, true, `Error: unknown tool "teleport" (tools: ${result.described.map((tool) => tool.name).join(', ')}).`],
+      ],
+    );
   } finally {
     worker.kill('SIGTERM');
     workflows.shutdown();

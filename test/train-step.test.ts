@@ -34,10 +34,19 @@ describe('the trainStep and sftStep activities', () => {
   let activities: ReturnType<typeof createTrainActivities>;
   const versions = () => createPgPolicyVersionStore(context.pool);
   const stores = () => ({ blobs: context.blobs, trajectories: createPgTrajectoryStore(context.pool) });
-  const make = (options: { home?: string; onnx?: 'auto' | 'skip' } = {}) => createTrainActivities({
-    ...stores(), versions: versions(), python: testPython(), home: options.home ?? home, onnx: options.onnx ?? 'skip', threads: 2, heartbeatMs: 200,
-    onEngineStart: () => { engineStarts += 1; },
-  });
+  const make = (options: { home?: string; onnx?: 'auto' | 'skip' } = {}) =>
+    createTrainActivities({
+      ...stores(),
+      versions: versions(),
+      python: testPython(),
+      home: options.home ?? home,
+      onnx: options.onnx ?? 'skip',
+      threads: 2,
+      heartbeatMs: 200,
+      onEngineStart: () => {
+        engineStarts += 1;
+      },
+    });
 
   before(async () => {
     context = await openContext(uniquePrefix('train'));
@@ -46,11 +55,22 @@ describe('the trainStep and sftStep activities', () => {
     base = 3_000_000 + 10 * Math.floor(Math.random() * 100_000);
     await publishPolicyVersion({ blobs: context.blobs, versions: versions(), modelDir: await tinyModelDir(), version: base });
     runId = `run-${randomUUID().slice(0, 8)}`;
-    for (const [question, rewards] of [['q1', [1, 0]], ['q2', [0, 1]]] as const) {
-      for (const [index, reward] of rewards.entries()) await writeTrajectory(stores(), runId, { id: `${runId}-${question}-${index}`, questionId: question, reward, version: base });
+    for (const [question, rewards] of [
+      ['q1', [1, 0]],
+      ['q2', [0, 1]],
+    ] as const) {
+      for (const [index, reward] of rewards.entries())
+        await writeTrajectory(stores(), runId, { id: `${runId}-${question}-${index}`, questionId: question, reward, version: base });
     }
-    const claimed = await createBufferActivities({ buffer: createPgTrajectoryBuffer(context.pool) })
-      .claimBatch({ runId, step: 0, batchSize: 4, currentVersion: base, eta: 2, selection: 'freshest', minGroupSize: 2 });
+    const claimed = await createBufferActivities({ buffer: createPgTrajectoryBuffer(context.pool) }).claimBatch({
+      runId,
+      step: 0,
+      batchSize: 4,
+      currentVersion: base,
+      eta: 2,
+      selection: 'freshest',
+      minGroupSize: 2,
+    });
     batch = claimed.trajectoryIds;
     activities = make();
   });
@@ -59,14 +79,23 @@ describe('the trainStep and sftStep activities', () => {
     fs.rmSync(home, { recursive: true, force: true });
   });
 
-  const step = (overrides: Record<string, unknown> = {}) => ({ runId, step: 0, trajectoryIds: batch, baseVersion: base, outputVersion: base + 1, groupSize: 2, hyperparameters, ...overrides });
+  const step = (overrides: Record<string, unknown> = {}) => ({
+    runId,
+    step: 0,
+    trajectoryIds: batch,
+    baseVersion: base,
+    outputVersion: base + 1,
+    groupSize: 2,
+    hyperparameters,
+    ...overrides,
+  });
 
   it('trains a claimed batch into a new version, uploads it and registers it, with ONNX and heartbeats', async () => {
     const environment = new MockActivityEnvironment();
     const beats: unknown[] = [];
     environment.on('heartbeat', (details: unknown) => beats.push(details));
     const started = Date.now();
-    const result = await environment.run(make({ onnx: 'auto' }).trainStep, step()) as TrainStepOutput;
+    const result = (await environment.run(make({ onnx: 'auto' }).trainStep, step())) as TrainStepOutput;
     console.log(`trainStep on the tiny model (4 trajectories, ONNX export): ${Date.now() - started} ms`);
     assert.equal(result.version, base + 1);
     assert.equal(result.trained, true);
@@ -81,12 +110,15 @@ describe('the trainStep and sftStep activities', () => {
     for (const name of ['model.safetensors', 'optimizer.pt', 'engine_state.json', 'metrics.json', 'model.onnx', 'longhaul-model.json']) {
       assert.equal(await context.blobs.exists(result.modelKey + name), true, name);
     }
-    assert.ok(beats.some((beat) => (beat as { phase?: string }).phase === 'update'), 'a progress heartbeat');
+    assert.ok(
+      beats.some((beat) => (beat as { phase?: string }).phase === 'update'),
+      'a progress heartbeat',
+    );
     assert.equal(engineStarts, 1);
   });
 
   it('returns the registered version on a retry of the same step without training again', async () => {
-    const again = await new MockActivityEnvironment().run(activities.trainStep, step()) as TrainStepOutput;
+    const again = (await new MockActivityEnvironment().run(activities.trainStep, step())) as TrainStepOutput;
     assert.equal(again.version, base + 1);
     assert.equal(again.trained, false);
     assert.equal(engineStarts, 1);
@@ -95,14 +127,25 @@ describe('the trainStep and sftStep activities', () => {
   it('warm-starts with sftStep from a downloaded trained version through the same path', async () => {
     const fresh = fs.mkdtempSync(path.join(os.tmpdir(), 'longhaul-train-fresh-'));
     try {
-      const result = await new MockActivityEnvironment().run(make({ home: fresh }).sftStep,
-        { runId, step: 1, trajectoryIds: batch, baseVersion: base + 1, outputVersion: base + 2, hyperparameters: { learningRate: 1e-3, epochs: 2 } }) as TrainStepOutput;
+      const result = (await new MockActivityEnvironment().run(make({ home: fresh }).sftStep, {
+        runId,
+        step: 1,
+        trajectoryIds: batch,
+        baseVersion: base + 1,
+        outputVersion: base + 2,
+        hyperparameters: { learningRate: 1e-3, epochs: 2 },
+      })) as TrainStepOutput;
       assert.equal(result.version, base + 2);
       const losses = result.metrics.losses as number[];
       assert.equal(losses.length, 2);
-      assert.ok(losses.every((loss) => Number.isFinite(loss)), `finite losses, got ${JSON.stringify(losses)}`);
+      assert.ok(
+        losses.every((loss) => Number.isFinite(loss)),
+        `finite losses, got ${JSON.stringify(losses)}`,
+      );
       assert.equal(trainingOf((await versions().get(base + 2))!)?.kind, 'sft');
-      const state = JSON.parse(fs.readFileSync(path.join(fresh, 'models', 'train', versionFolderName(base + 2), 'engine_state.json'), 'utf8')) as { policyVersion: number; optimizerSteps: number };
+      const state = JSON.parse(
+        fs.readFileSync(path.join(fresh, 'models', 'train', versionFolderName(base + 2), 'engine_state.json'), 'utf8'),
+      ) as { policyVersion: number; optimizerSteps: number };
       assert.deepEqual([state.policyVersion, state.optimizerSteps], [base + 2, 3]); // the optimizer resumed: 1 RL step + 2 SFT epochs
     } finally {
       fs.rmSync(fresh, { recursive: true, force: true });
@@ -115,12 +158,24 @@ describe('the trainStep and sftStep activities', () => {
     await writeTrajectory(stores(), bad, { id: `${bad}-nan`, questionId: 'q', reward: Number.NaN, version: base });
     await writeTrajectory(stores(), bad, { id: `${bad}-ok`, questionId: 'q', reward: 0, version: base });
     const cases: [Record<string, unknown>, string][] = [
-      [{ runId: bad, trajectoryIds: [`${bad}-short`, `${bad}-ok`], outputVersion: base + 7, baseVersion: base + 6 }, `baseVersion: unknown policy version ${base + 6} (not registered)`],
-      [{ runId: bad, trajectoryIds: [`${bad}-short`, `${bad}-ok`], outputVersion: base + 3, baseVersion: base + 2 }, `trajectoryIds[0] (${bad}-short): turn 0: logprobs has 1 entries but tokenIds has 3`],
-      [{ runId: bad, trajectoryIds: [`${bad}-nan`, `${bad}-ok`], outputVersion: base + 3, baseVersion: base + 2 }, `trajectoryIds[0] (${bad}-nan): its stored row is invalid: reward: Invalid input: expected number, received NaN`],
+      [
+        { runId: bad, trajectoryIds: [`${bad}-short`, `${bad}-ok`], outputVersion: base + 7, baseVersion: base + 6 },
+        `baseVersion: unknown policy version ${base + 6} (not registered)`,
+      ],
+      [
+        { runId: bad, trajectoryIds: [`${bad}-short`, `${bad}-ok`], outputVersion: base + 3, baseVersion: base + 2 },
+        `trajectoryIds[0] (${bad}-short): turn 0: logprobs has 1 entries but tokenIds has 3`,
+      ],
+      [
+        { runId: bad, trajectoryIds: [`${bad}-nan`, `${bad}-ok`], outputVersion: base + 3, baseVersion: base + 2 },
+        `trajectoryIds[0] (${bad}-nan): its stored row is invalid: reward: Invalid input: expected number, received NaN`,
+      ],
       [{ groupSize: 1 }, 'groupSize is 1, hyperparameters.ppo.groupNormalise needs at least 2 samples per group (G >= 2)'],
       [{ hyperparameters: { ppo: { maxStaleness: -1 } } }, 'hyperparameters.ppo.maxStaleness: Too small: expected number to be >=0'],
-      [{ trajectoryIds: [`${runId}-q1-0`, `${runId}-q1-1`, `${runId}-q2-0`], step: 5, outputVersion: base + 3, baseVersion: base + 2 }, `trajectoryIds: question q2 has 1 trajectory in the batch, hyperparameters.ppo.groupNormalise needs at least 2 per group (G >= 2)`],
+      [
+        { trajectoryIds: [`${runId}-q1-0`, `${runId}-q1-1`, `${runId}-q2-0`], step: 5, outputVersion: base + 3, baseVersion: base + 2 },
+        `trajectoryIds: question q2 has 1 trajectory in the batch, hyperparameters.ppo.groupNormalise needs at least 2 per group (G >= 2)`,
+      ],
       [{ outputVersion: base + 5 }, `outputVersion is ${base + 5}, must be baseVersion + 1 = ${base + 1}`],
       [{ step: 9 }, `outputVersion: policy version ${base + 1} is already registered by run ${runId} step 0; refusing to overwrite it`],
     ];
@@ -139,25 +194,46 @@ describe('the trainStep and sftStep activities', () => {
   it('refuses a corrupt checkpoint as LonghaulCorrupt before the engine starts', async () => {
     const corrupt = base + 50;
     const row = (await versions().get(base))!;
-    await versions().register({ ...row, version: corrupt, files: row.files.map((file) => (file.name === 'model.safetensors' ? { ...file, sha256: '0'.repeat(64) } : file)), parentVersion: null });
+    await versions().register({
+      ...row,
+      version: corrupt,
+      files: row.files.map((file) => (file.name === 'model.safetensors' ? { ...file, sha256: '0'.repeat(64) } : file)),
+      parentVersion: null,
+    });
     const before = engineStarts;
-    await assert.rejects(new MockActivityEnvironment().run(activities.trainStep, step({ baseVersion: corrupt, outputVersion: corrupt + 1, step: 3, hyperparameters: { ppo: { maxStaleness: 100 } } })), (error: unknown) =>
-      error instanceof ApplicationFailure && error.type === 'LonghaulCorrupt' && error.nonRetryable
-      && error.message === `trainStep: policy version ${corrupt}: ${row.blobPrefix}model.safetensors does not match its registered sha256`);
+    await assert.rejects(
+      new MockActivityEnvironment().run(
+        activities.trainStep,
+        step({ baseVersion: corrupt, outputVersion: corrupt + 1, step: 3, hyperparameters: { ppo: { maxStaleness: 100 } } }),
+      ),
+      (error: unknown) =>
+        error instanceof ApplicationFailure &&
+        error.type === 'LonghaulCorrupt' &&
+        error.nonRetryable &&
+        error.message === `trainStep: policy version ${corrupt}: ${row.blobPrefix}model.safetensors does not match its registered sha256`,
+    );
     assert.equal(engineStarts, before);
   });
 
-  it('stops the engine when the activity is cancelled, and a retry replaces a crashed attempt\'s unregistered folder', async () => {
+  it("stops the engine when the activity is cancelled, and a retry replaces a crashed attempt's unregistered folder", async () => {
     const environment = new MockActivityEnvironment();
-    environment.on('heartbeat', (details: unknown) => { if ((details as { event?: string }).event === 'start') environment.cancel(); });
-    const running = environment.run(make().trainStep, step({ step: 4, baseVersion: base + 2, outputVersion: base + 3, hyperparameters: { ...hyperparameters, ppo: { maxStaleness: 4 } } }));
+    environment.on('heartbeat', (details: unknown) => {
+      if ((details as { event?: string }).event === 'start') environment.cancel();
+    });
+    const running = environment.run(
+      make().trainStep,
+      step({ step: 4, baseVersion: base + 2, outputVersion: base + 3, hyperparameters: { ...hyperparameters, ppo: { maxStaleness: 4 } } }),
+    );
     await assert.rejects(running, (error: unknown) => error instanceof CancelledFailure);
     assert.equal(await versions().get(base + 3), undefined);
     const leftover = path.join(home, 'models', 'train', versionFolderName(base + 3));
     assert.equal(fs.existsSync(leftover), false);
     fs.mkdirSync(leftover, { recursive: true });
     fs.writeFileSync(path.join(leftover, 'model.safetensors'), 'half-written');
-    const retried = await new MockActivityEnvironment().run(make().trainStep, step({ step: 4, baseVersion: base + 2, outputVersion: base + 3, hyperparameters: { ...hyperparameters, ppo: { maxStaleness: 4 } } })) as TrainStepOutput;
+    const retried = (await new MockActivityEnvironment().run(
+      make().trainStep,
+      step({ step: 4, baseVersion: base + 2, outputVersion: base + 3, hyperparameters: { ...hyperparameters, ppo: { maxStaleness: 4 } } }),
+    )) as TrainStepOutput;
     assert.deepEqual([retried.version, retried.trained], [base + 3, true]);
     assert.notEqual(fs.readFileSync(path.join(leftover, 'model.safetensors'), 'utf8').slice(0, 12), 'half-written');
   });

@@ -5,7 +5,11 @@ import { createScriptedPolicy } from './doubles/scripted-policy.js';
 import { createScriptedTools } from './doubles/scripted-tools.js';
 import { createPgTrajectoryStore } from '../infra/postgres/trajectory-store.pg.js';
 import {
-  interruptSignal, setPolicyVersionUpdate, trajectoryStateQuery, trajectoryWorkflowType, type TrajectoryResult,
+  interruptSignal,
+  setPolicyVersionUpdate,
+  trajectoryStateQuery,
+  trajectoryWorkflowType,
+  type TrajectoryResult,
 } from '../workflows/contracts/trajectory.contract.js';
 import { agentWorkers } from './helpers/agent-workers.js';
 import { openContext, uniquePrefix, waitUntil } from './helpers/stack.js';
@@ -15,15 +19,25 @@ test('an interrupted generation is resubmitted under the new version and keeps t
   let served = 0;
   // The scripted policy asks for the version once per token it generates: count those calls.
   let tokensGenerated = 0;
-  const scripted = createScriptedPolicy({ version: () => { tokensGenerated += 1; return served; } });
+  const scripted = createScriptedPolicy({
+    version: () => {
+      tokensGenerated += 1;
+      return served;
+    },
+  });
   try {
     const workers = await agentWorkers(context, { ...scripted, currentVersion: async () => served }, createScriptedTools());
     const handle = await context.client.workflow.start(trajectoryWorkflowType, {
-      taskQueue: context.queue('agent'), workflowId: `${context.queue('agent')}-interrupt`,
+      taskQueue: context.queue('agent'),
+      workflowId: `${context.queue('agent')}-interrupt`,
       args: [{ question: 'script:{"turns":2,"answer":"Lima","tokenDelayMs":40}', answers: ['Lima'] }],
     });
     const result = await workers.run(async () => {
-      await waitUntil(async () => (await handle.query(trajectoryStateQuery)).generating && tokensGenerated >= 3, 30_000, 'three tokens generated under version 0');
+      await waitUntil(
+        async () => (await handle.query(trajectoryStateQuery)).generating && tokensGenerated >= 3,
+        30_000,
+        'three tokens generated under version 0',
+      );
       served = 1;
       assert.equal(await handle.executeUpdate(setPolicyVersionUpdate, { args: [1] }), 1);
       await handle.signal(interruptSignal);
@@ -33,7 +47,9 @@ test('an interrupted generation is resubmitted under the new version and keeps t
     });
     assert.equal(result.stopReason, 'answered');
     assert.deepEqual(result.versionsUsed, [0, 1], 'the first turn mixes tokens of versions 0 and 1');
-    const record = JSON.parse((await context.blobs.get(result.recordKey)).toString()) as { turnRecords: { interruptions: number; tokenVersions: number[]; text: string }[] };
+    const record = JSON.parse((await context.blobs.get(result.recordKey)).toString()) as {
+      turnRecords: { interruptions: number; tokenVersions: number[]; text: string }[];
+    };
     const first = record.turnRecords[0]!;
     assert.equal(first.interruptions, 1);
     assert.equal(first.text, '<think>step 0</think>\n<search>query 0</search>', 'no token lost or repeated across the interruption');
@@ -49,11 +65,15 @@ test('setPolicyVersion rejects a negative version without touching the trajector
   try {
     const workers = await agentWorkers(context, createScriptedPolicy(), createScriptedTools());
     const handle = await context.client.workflow.start(trajectoryWorkflowType, {
-      taskQueue: context.queue('agent'), workflowId: `${context.queue('agent')}-version`, args: [{ question: 'script:{"turns":3,"delayMs":200}' }],
+      taskQueue: context.queue('agent'),
+      workflowId: `${context.queue('agent')}-version`,
+      args: [{ question: 'script:{"turns":3,"delayMs":200}' }],
     });
     await workers.run(async () => {
-      await assert.rejects(handle.executeUpdate(setPolicyVersionUpdate, { args: [-1] }),
-        (error: Error) => error.cause instanceof Error && error.cause.message === 'policyVersion must be a non-negative integer, got -1');
+      await assert.rejects(
+        handle.executeUpdate(setPolicyVersionUpdate, { args: [-1] }),
+        (error: Error) => error.cause instanceof Error && error.cause.message === 'policyVersion must be a non-negative integer, got -1',
+      );
       const result = (await handle.result()) as TrajectoryResult;
       assert.deepEqual(result.versionsUsed, [0]);
       assert.equal((await handle.query(trajectoryStateQuery)).policyVersion, 0);
@@ -69,12 +89,17 @@ test('cancelling a trajectory leaves a clean partial record', { timeout: 120_000
     const workers = await agentWorkers(context, createScriptedPolicy(), createScriptedTools());
     const workflowId = `${context.queue('agent')}-cancel`;
     const handle = await context.client.workflow.start(trajectoryWorkflowType, {
-      taskQueue: context.queue('agent'), workflowId, args: [{ question: 'script:{"turns":100,"delayMs":100}', answers: ['x'] }],
+      taskQueue: context.queue('agent'),
+      workflowId,
+      args: [{ question: 'script:{"turns":100,"delayMs":100}', answers: ['x'] }],
     });
     const outcome = await workers.run(async () => {
       await waitUntil(async () => (await handle.query(trajectoryStateQuery)).turn >= 3, 60_000, 'three turns');
       await handle.cancel();
-      return handle.result().then(() => undefined, (error: unknown) => error);
+      return handle.result().then(
+        () => undefined,
+        (error: unknown) => error,
+      );
     });
     assert.ok(outcome instanceof WorkflowFailedError);
     assert.equal((await handle.describe()).status.name, 'CANCELLED');

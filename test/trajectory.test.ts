@@ -12,12 +12,26 @@ test('a scripted trajectory searches, answers, and writes one record with its re
   const context = await openContext(uniquePrefix('traj'));
   const calls: string[] = [];
   try {
-    const workers = await agentWorkers(context, createScriptedPolicy(), createScriptedTools((key, index) => calls.push(`${key}#${index}`)));
+    const workers = await agentWorkers(
+      context,
+      createScriptedPolicy(),
+      createScriptedTools((key, index) => calls.push(`${key}#${index}`)),
+    );
     const workflowId = `${context.queue('agent')}-lima`;
-    const result = await workers.run(() => context.client.workflow.execute(trajectoryWorkflowType, {
-      taskQueue: context.queue('agent'), workflowId,
-      args: [{ question: 'script:{"turns":4,"answer":"Lima"} What is the capital of Peru?', answers: ['Lima'], questionId: 'q1', dataset: 'unit' }],
-    })) as TrajectoryResult;
+    const result = (await workers.run(() =>
+      context.client.workflow.execute(trajectoryWorkflowType, {
+        taskQueue: context.queue('agent'),
+        workflowId,
+        args: [
+          {
+            question: 'script:{"turns":4,"answer":"Lima"} What is the capital of Peru?',
+            answers: ['Lima'],
+            questionId: 'q1',
+            dataset: 'unit',
+          },
+        ],
+      }),
+    )) as TrajectoryResult;
     assert.equal(result.stopReason, 'answered');
     assert.equal(result.turns, 4);
     assert.equal(result.answer, 'Lima');
@@ -27,43 +41,58 @@ test('a scripted trajectory searches, answers, and writes one record with its re
     const row = await createPgTrajectoryStore(context.pool).get(workflowId);
     assert.equal(row?.turns, 4);
     assert.equal(row?.stopReason, 'answered');
-    const record = JSON.parse((await context.blobs.get(result.recordKey)).toString()) as { turnRecords: { tokenIds: number[]; logprobs: number[]; tokenVersions: number[]; tools: unknown[] }[] };
+    const record = JSON.parse((await context.blobs.get(result.recordKey)).toString()) as {
+      turnRecords: { tokenIds: number[]; logprobs: number[]; tokenVersions: number[]; tools: unknown[] }[];
+    };
     assert.equal(record.turnRecords.length, 4);
     for (const turn of record.turnRecords) {
       assert.equal(turn.logprobs.length, turn.tokenIds.length);
       assert.equal(turn.tokenVersions.length, turn.tokenIds.length);
     }
-    assert.deepEqual(record.turnRecords.map((turn) => turn.tools.length), [1, 1, 1, 0]);
+    assert.deepEqual(
+      record.turnRecords.map((turn) => turn.tools.length),
+      [1, 1, 1, 0],
+    );
   } finally {
     await context.close();
   }
 });
 
-test('malformed model output becomes invalid steps and the trajectory goes on, then stops at the invalid limit', { timeout: 180_000 }, async () => {
-  const context = await openContext(uniquePrefix('invalid'));
-  try {
-    const workers = await agentWorkers(context, createScriptedPolicy(), createScriptedTools());
-    const result = await workers.run(() => context.client.workflow.execute(trajectoryWorkflowType, {
-      taskQueue: context.queue('agent'), workflowId: `${context.queue('agent')}-bad-output`,
-      args: [{ question: 'script:{"turns":50,"invalidEvery":2}', answers: ['x'], limits: { maxInvalidSteps: 3 } }],
-    })) as TrajectoryResult;
-    assert.equal(result.stopReason, 'invalid');
-    assert.equal(result.turns, 6, 'turns 2, 4, 6 were invalid');
-    assert.equal(result.reward, 0);
-    assert.equal(result.rewardParts.format, 0.25);
-  } finally {
-    await context.close();
-  }
-});
+test(
+  'malformed model output becomes invalid steps and the trajectory goes on, then stops at the invalid limit',
+  { timeout: 180_000 },
+  async () => {
+    const context = await openContext(uniquePrefix('invalid'));
+    try {
+      const workers = await agentWorkers(context, createScriptedPolicy(), createScriptedTools());
+      const result = (await workers.run(() =>
+        context.client.workflow.execute(trajectoryWorkflowType, {
+          taskQueue: context.queue('agent'),
+          workflowId: `${context.queue('agent')}-bad-output`,
+          args: [{ question: 'script:{"turns":50,"invalidEvery":2}', answers: ['x'], limits: { maxInvalidSteps: 3 } }],
+        }),
+      )) as TrajectoryResult;
+      assert.equal(result.stopReason, 'invalid');
+      assert.equal(result.turns, 6, 'turns 2, 4, 6 were invalid');
+      assert.equal(result.reward, 0);
+      assert.equal(result.rewardParts.format, 0.25);
+    } finally {
+      await context.close();
+    }
+  },
+);
 
 test('the turn limit ends a trajectory that never answers', { timeout: 180_000 }, async () => {
   const context = await openContext(uniquePrefix('limit'));
   try {
     const workers = await agentWorkers(context, createScriptedPolicy(), createScriptedTools());
-    const result = await workers.run(() => context.client.workflow.execute(trajectoryWorkflowType, {
-      taskQueue: context.queue('agent'), workflowId: `${context.queue('agent')}-limit`,
-      args: [{ question: 'script:{"turns":100}', limits: { maxTurns: 5 } }],
-    })) as TrajectoryResult;
+    const result = (await workers.run(() =>
+      context.client.workflow.execute(trajectoryWorkflowType, {
+        taskQueue: context.queue('agent'),
+        workflowId: `${context.queue('agent')}-limit`,
+        args: [{ question: 'script:{"turns":100}', limits: { maxTurns: 5 } }],
+      }),
+    )) as TrajectoryResult;
     assert.equal(result.stopReason, 'max_turns');
     assert.equal(result.turns, 5);
     assert.equal(result.answer, null);
@@ -76,9 +105,18 @@ test('trajectory input is validated at the edge with the field named', { timeout
   const context = await openContext(uniquePrefix('traj-input'));
   try {
     const workers = await agentWorkers(context, createScriptedPolicy(), createScriptedTools());
-    const outcome = await workers.run(() => context.client.workflow.execute(trajectoryWorkflowType, {
-      taskQueue: context.queue('agent'), workflowId: `${context.queue('agent')}-bad`, args: [{ question: 'q', limits: { maxTurns: 0 } }],
-    }).then(() => undefined, (error: unknown) => error));
+    const outcome = await workers.run(() =>
+      context.client.workflow
+        .execute(trajectoryWorkflowType, {
+          taskQueue: context.queue('agent'),
+          workflowId: `${context.queue('agent')}-bad`,
+          args: [{ question: 'q', limits: { maxTurns: 0 } }],
+        })
+        .then(
+          () => undefined,
+          (error: unknown) => error,
+        ),
+    );
     assert.ok(outcome instanceof WorkflowFailedError);
     assert.equal(outcome.cause?.message, 'limits.maxTurns: expected an integer between 1 and 100000, got 0');
   } finally {

@@ -28,7 +28,12 @@ import { createWeightSync } from '../infra/inference/weight-sync.js';
 import { createPgPolicyVersionStore } from '../infra/postgres/policy-version-store.pg.js';
 import { connectWorker, dataConverter } from '../infra/temporal/connection.js';
 import { createInProcessAgent } from '../composition/in-process-agent.js';
-import { learnerWorkflowType, type LearnerResult, type SyncWeightsInput, type SyncWeightsResult } from '../workflows/contracts/learner.contract.js';
+import {
+  learnerWorkflowType,
+  type LearnerResult,
+  type SyncWeightsInput,
+  type SyncWeightsResult,
+} from '../workflows/contracts/learner.contract.js';
 import type { SyncThenGenerateResult } from './fixtures/sync-weights.workflow.js';
 import { startOpenAIServer } from './helpers/inference-servers.js';
 import { openContext, spawnWorker, testConfig, uniquePrefix, type TestContext } from './helpers/stack.js';
@@ -59,11 +64,23 @@ describe('weight sync into a serving policy', () => {
     let backend: LazyBackend;
     const closed: number[] = [];
     before(() => {
-      const settings = testConfig({ LONGHAUL_HOME: home, LONGHAUL_POLICY_BACKEND: 'onnx', LONGHAUL_POLICY_VERSION: String(base), LONGHAUL_ONNX_THREADS: '1', LONGHAUL_MODEL_DIR: '' });
+      const settings = testConfig({
+        LONGHAUL_HOME: home,
+        LONGHAUL_POLICY_BACKEND: 'onnx',
+        LONGHAUL_POLICY_VERSION: String(base),
+        LONGHAUL_ONNX_THREADS: '1',
+        LONGHAUL_MODEL_DIR: '',
+      });
       backend = lazyBackend(async (version) => {
         const opened = await createConfiguredBackend(settings, stores(), version);
         const served = await opened.backend.currentVersion();
-        return { ...opened, close: async () => { closed.push(served); await opened.close(); } };
+        return {
+          ...opened,
+          close: async () => {
+            closed.push(served);
+            await opened.close();
+          },
+        };
       }, 'onnx');
     });
     after(() => backend.close());
@@ -75,7 +92,9 @@ describe('weight sync into a serving policy', () => {
 
       const reloading = backend.reload(base + 1);
       let longDone = false;
-      const long = backend.generate({ prompt, maxNewTokens: 1500 }).finally(() => { longDone = true; });
+      const long = backend.generate({ prompt, maxNewTokens: 1500 }).finally(() => {
+        longDone = true;
+      });
       assert.deepEqual(await reloading, { previous: base, reloaded: true });
       assert.equal(longDone, false, 'the reload landed while the long generation ran');
       assert.deepEqual(closed, [], 'the old model stays open under a running generation');
@@ -94,20 +113,27 @@ describe('weight sync into a serving policy', () => {
     });
 
     it('through syncWeights: an unknown version is refused naming it and the fix, the old one keeps serving, a repeat is a no-op', async () => {
-      const activities = createWeightSyncActivities({ weightSync: createWeightSync({ kind: 'onnx', url: null }, { local: backend, folderOf: async () => '' }) });
+      const activities = createWeightSyncActivities({
+        weightSync: createWeightSync({ kind: 'onnx', url: null }, { local: backend, folderOf: async () => '' }),
+      });
       const unknown = base + 7;
-      const failure = await new MockActivityEnvironment().run(activities.syncWeights, { runId: 'r', version: unknown }).catch((error: unknown) => error);
+      const failure = await new MockActivityEnvironment()
+        .run(activities.syncWeights, { runId: 'r', version: unknown })
+        .catch((error: unknown) => error);
       assert.ok(failure instanceof ApplicationFailure);
       assert.equal(failure.nonRetryable, true);
-      assert.equal(failure.message, `syncWeights (onnx): policy version ${unknown} cannot be served: policy version ${unknown} is not registered; `
-        + 'sync only registered versions (trainStep and `longhaul model prepare` register them). The worker keeps serving the version it had');
+      assert.equal(
+        failure.message,
+        `syncWeights (onnx): policy version ${unknown} cannot be served: policy version ${unknown} is not registered; ` +
+          'sync only registered versions (trainStep and `longhaul model prepare` register them). The worker keeps serving the version it had',
+      );
       const still = await backend.generate({ prompt, maxNewTokens: 4 });
       assert.deepEqual(new Set(still.tokenVersions), new Set([base + 1]));
 
       const environment = new MockActivityEnvironment();
       const beats: unknown[] = [];
       environment.on('heartbeat', (details: unknown) => beats.push(details));
-      const again = await environment.run(activities.syncWeights, { runId: 'r', version: base + 1 }) as SyncWeightsResult;
+      const again = (await environment.run(activities.syncWeights, { runId: 'r', version: base + 1 })) as SyncWeightsResult;
       assert.equal(again.adapter, 'onnx');
       assert.equal(again.version, base + 1);
       assert.ok(beats.length >= 1);
@@ -116,7 +142,11 @@ describe('weight sync into a serving policy', () => {
   });
 
   it('the scripted and openai backends switch only their version tag (vllm: and the LoRA adapter they ask for)', async () => {
-    const scripted = lazyBackend((version) => createConfiguredBackend(testConfig({ LONGHAUL_POLICY_BACKEND: 'scripted', LONGHAUL_POLICY_VERSION: '' }), stores(), version), 'scripted');
+    const scripted = lazyBackend(
+      (version) =>
+        createConfiguredBackend(testConfig({ LONGHAUL_POLICY_BACKEND: 'scripted', LONGHAUL_POLICY_VERSION: '' }), stores(), version),
+      'scripted',
+    );
     assert.equal(await scripted.currentVersion(), 0);
     assert.deepEqual(await scripted.reload(3), { previous: 0, reloaded: true });
     const answer = await scripted.generate({ prompt: 'script:{"turns":1,"answer":"a"}', maxNewTokens: 20 });
@@ -124,7 +154,13 @@ describe('weight sync into a serving policy', () => {
     const requested: string[] = [];
     const server = await startOpenAIServer((model) => requested.push(model));
     try {
-      const settings = testConfig({ LONGHAUL_POLICY_BACKEND: 'openai', LONGHAUL_OPENAI_BASE_URL: `${server.url}/v1`, LONGHAUL_OPENAI_MODEL: 'base', LONGHAUL_WEIGHT_SYNC: 'vllm', LONGHAUL_POLICY_VERSION: '' });
+      const settings = testConfig({
+        LONGHAUL_POLICY_BACKEND: 'openai',
+        LONGHAUL_OPENAI_BASE_URL: `${server.url}/v1`,
+        LONGHAUL_OPENAI_MODEL: 'base',
+        LONGHAUL_WEIGHT_SYNC: 'vllm',
+        LONGHAUL_POLICY_VERSION: '',
+      });
       const openai = lazyBackend((version) => createConfiguredBackend(settings, stores(), version), 'openai');
       await openai.generate({ prompt: 'hello', maxNewTokens: 2 });
       await openai.reload(4);
@@ -139,27 +175,43 @@ describe('weight sync into a serving policy', () => {
   it('the gpu-infer worker process serves syncWeights and generates with the new version', { timeout: 240_000 }, async () => {
     const prefix = uniquePrefix('weight-sync-worker');
     const env = {
-      LONGHAUL_TASK_QUEUE_PREFIX: prefix, LONGHAUL_HOME: home, LONGHAUL_POLICY_BACKEND: 'onnx', LONGHAUL_POLICY_VERSION: String(base),
-      LONGHAUL_ONNX_THREADS: '1', LONGHAUL_WEIGHT_SYNC: 'onnx',
+      LONGHAUL_TASK_QUEUE_PREFIX: prefix,
+      LONGHAUL_HOME: home,
+      LONGHAUL_POLICY_BACKEND: 'onnx',
+      LONGHAUL_POLICY_VERSION: String(base),
+      LONGHAUL_ONNX_THREADS: '1',
+      LONGHAUL_WEIGHT_SYNC: 'onnx',
     };
     const workflowWorker = await Worker.create({
-      connection: await connectWorker(context.config), namespace: context.config.temporal.namespace, taskQueue: `${prefix}agent`,
-      workflowsPath: fixture, dataConverter: dataConverter(context.config, context.blobs),
+      connection: await connectWorker(context.config),
+      namespace: context.config.temporal.namespace,
+      taskQueue: `${prefix}agent`,
+      workflowsPath: fixture,
+      dataConverter: dataConverter(context.config, context.blobs),
     });
     const infer = spawnWorker('gpu-infer', env);
     const running = workflowWorker.run();
     try {
       await infer.ready;
       const key = `${randomUUID()}/turn-0000`;
-      const result = await context.client.workflow.execute('syncThenGenerate', {
-        taskQueue: `${prefix}agent`, workflowId: `${prefix}sync`,
-        args: [{ queue: `${prefix}gpu-infer`, runId: `${prefix}run`, versions: [base + 1, base + 9], generation: { key, request: { prompt, maxNewTokens: 6 } } }],
-      }) as SyncThenGenerateResult;
+      const result = (await context.client.workflow.execute('syncThenGenerate', {
+        taskQueue: `${prefix}agent`,
+        workflowId: `${prefix}sync`,
+        args: [
+          {
+            queue: `${prefix}gpu-infer`,
+            runId: `${prefix}run`,
+            versions: [base + 1, base + 9],
+            generation: { key, request: { prompt, maxNewTokens: 6 } },
+          },
+        ],
+      })) as SyncThenGenerateResult;
       assert.equal((result.syncs[0] as SyncWeightsResult).adapter, 'onnx');
       assert.equal((result.syncs[0] as SyncWeightsResult).version, base + 1);
       assert.deepEqual(result.syncs[1], {
-        refused: `syncWeights (onnx): policy version ${base + 9} cannot be served: policy version ${base + 9} is not registered; `
-          + 'sync only registered versions (trainStep and `longhaul model prepare` register them). The worker keeps serving the version it had',
+        refused:
+          `syncWeights (onnx): policy version ${base + 9} cannot be served: policy version ${base + 9} is not registered; ` +
+          'sync only registered versions (trainStep and `longhaul model prepare` register them). The worker keeps serving the version it had',
         nonRetryable: true,
       });
       assert.equal(result.generated.policyVersion, base + 1);
@@ -177,28 +229,72 @@ describe('weight sync into a serving policy', () => {
     const learnerContext = await openContext(prefix);
     const synced: SyncWeightsInput[] = [];
     let served = 0;
-    const weightSync: WeightSync = { kind: 'sglang', async sync(version) { await sleep(50); served = version; } };
+    const weightSync: WeightSync = {
+      kind: 'sglang',
+      async sync(version) {
+        await sleep(50);
+        served = version;
+      },
+    };
     try {
-      const lines = Array.from({ length: 24 }, (_, index) => JSON.stringify({ id: `q${index}`, question: `script:{"turns":2,"answer":"a","delayMs":20}`, answers: ['a'] }));
+      const lines = Array.from({ length: 24 }, (_, index) =>
+        JSON.stringify({ id: `q${index}`, question: `script:{"turns":2,"answer":"a","delayMs":20}`, answers: ['a'] }),
+      );
       await learnerContext.blobs.put(`${prefix}q.jsonl`, lines.join('\n'));
       const recording = createWeightSyncActivities({ weightSync });
       const workers = await createInProcessAgent({
-        config: learnerContext.config, blobs: learnerContext.blobs, pool: learnerContext.pool, prefix, backend: createScriptedPolicy({ version: () => served }),
-        tools: createScriptedTools(), roles: ['agent', 'gpu-infer', 'tools', 'gpu-train'],
+        config: learnerContext.config,
+        blobs: learnerContext.blobs,
+        pool: learnerContext.pool,
+        prefix,
+        backend: createScriptedPolicy({ version: () => served }),
+        tools: createScriptedTools(),
+        roles: ['agent', 'gpu-infer', 'tools', 'gpu-train'],
         extraActivities: {
-          'gpu-infer': { syncWeights: (input: SyncWeightsInput) => { synced.push(input); return recording.syncWeights(input); } },
-          'gpu-train': { checkHyperparameters, trainStep: async (input: { outputVersion: number }) => { await sleep(200); return { version: input.outputVersion, metrics: {} }; } },
+          'gpu-infer': {
+            syncWeights: (input: SyncWeightsInput) => {
+              synced.push(input);
+              return recording.syncWeights(input);
+            },
+          },
+          'gpu-train': {
+            checkHyperparameters,
+            trainStep: async (input: { outputVersion: number }) => {
+              await sleep(200);
+              return { version: input.outputVersion, metrics: {} };
+            },
+          },
         },
       });
       const runId = `${prefix}run`;
-      const result = await workers.run(() => learnerContext.client.workflow.execute(learnerWorkflowType, {
-        taskQueue: learnerContext.queue('agent'), workflowId: `${prefix}learner`,
-        args: [{ runId, datasetKey: `${prefix}q.jsonl`, settings: { groupSize: 2, batchSize: 4, maxSteps: 3, eta: 1, dropEqualRewardGroups: false } }],
-      })) as LearnerResult;
-      assert.deepEqual(synced, [{ runId, version: 1 }, { runId, version: 2 }, { runId, version: 3 }]);
+      const result = (await workers.run(() =>
+        learnerContext.client.workflow.execute(learnerWorkflowType, {
+          taskQueue: learnerContext.queue('agent'),
+          workflowId: `${prefix}learner`,
+          args: [
+            {
+              runId,
+              datasetKey: `${prefix}q.jsonl`,
+              settings: { groupSize: 2, batchSize: 4, maxSteps: 3, eta: 1, dropEqualRewardGroups: false },
+            },
+          ],
+        }),
+      )) as LearnerResult;
+      assert.deepEqual(synced, [
+        { runId, version: 1 },
+        { runId, version: 2 },
+        { runId, version: 3 },
+      ]);
       assert.equal(served, 3);
-      assert.deepEqual(result.history.map((stats) => stats.version), [1, 2, 3]);
-      for (const stats of result.history) assert.ok(typeof stats.syncSeconds === 'number' && stats.syncSeconds >= 0.05, `step ${stats.step}: syncSeconds ${stats.syncSeconds}`);
+      assert.deepEqual(
+        result.history.map((stats) => stats.version),
+        [1, 2, 3],
+      );
+      for (const stats of result.history)
+        assert.ok(
+          typeof stats.syncSeconds === 'number' && stats.syncSeconds >= 0.05,
+          `step ${stats.step}: syncSeconds ${stats.syncSeconds}`,
+        );
     } finally {
       await learnerContext.close();
     }

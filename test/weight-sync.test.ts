@@ -32,7 +32,12 @@ describe('weight-sync adapters against SGLang and vLLM protocol servers', () => 
   let root: string;
   const folders = new Map<number, string>();
   const reloaded: number[] = [];
-  const local = { reload: async (version: number) => { reloaded.push(version); return { previous: null, reloaded: true }; } };
+  const local = {
+    reload: async (version: number) => {
+      reloaded.push(version);
+      return { previous: null, reloaded: true };
+    },
+  };
   const folderOf = async (version: number) => {
     const folder = folders.get(version);
     if (!folder) throw new LonghaulError(errorTypes.notFound, `policy version ${version} is not registered`);
@@ -58,21 +63,34 @@ describe('weight-sync adapters against SGLang and vLLM protocol servers', () => 
 
   describe('sglang', () => {
     let server: ProtocolServer;
-    before(async () => { server = await startSglangServer(); });
+    before(async () => {
+      server = await startSglangServer();
+    });
     after(() => server.close());
 
     it('posts the version folder to /update_weights_from_disk, then switches the local backend', async () => {
       reloaded.length = 0;
       await make('sglang', server.url).sync(2, noProgress);
-      assert.deepEqual(server.calls.at(-1), { method: 'POST', path: '/update_weights_from_disk', contentType: 'application/json', body: { model_path: folders.get(2) }, status: 200 });
+      assert.deepEqual(server.calls.at(-1), {
+        method: 'POST',
+        path: '/update_weights_from_disk',
+        contentType: 'application/json',
+        body: { model_path: folders.get(2) },
+        status: 200,
+      });
       assert.deepEqual(reloaded, [2]);
     });
 
-    it('surfaces the server\'s message when it refuses a folder, and does not switch the local backend', async () => {
+    it("surfaces the server's message when it refuses a folder, and does not switch the local backend", async () => {
       reloaded.length = 0;
       await assert.rejects(make('sglang', server.url).sync(5, noProgress), (error: unknown) => {
-        assert.ok((error instanceof LonghaulError && error.code === errorTypes.invalidInput));
-        assert.match(error.message, new RegExp(`^SGLang refused policy version 5 from ${folders.get(5)}: Failed to get weights iterator: .* has no config\\.json and \\*\\.safetensors weights\\. Fix: the folder must hold Hugging Face weights`));
+        assert.ok(error instanceof LonghaulError && error.code === errorTypes.invalidInput);
+        assert.match(
+          error.message,
+          new RegExp(
+            `^SGLang refused policy version 5 from ${folders.get(5)}: Failed to get weights iterator: .* has no config\\.json and \\*\\.safetensors weights\\. Fix: the folder must hold Hugging Face weights`,
+          ),
+        );
         return true;
       });
       assert.deepEqual(reloaded, []);
@@ -81,7 +99,10 @@ describe('weight-sync adapters against SGLang and vLLM protocol servers', () => 
     it('reads success from the body when an older server answers a failure with HTTP 200', async () => {
       const legacy = await startSglangServer({ legacyStatus: true });
       try {
-        await assert.rejects(make('sglang', legacy.url).sync(5, noProgress), (error: unknown) => error instanceof LonghaulError && error.code === errorTypes.invalidInput);
+        await assert.rejects(
+          make('sglang', legacy.url).sync(5, noProgress),
+          (error: unknown) => error instanceof LonghaulError && error.code === errorTypes.invalidInput,
+        );
         assert.equal(legacy.calls.at(-1)?.status, 200);
       } finally {
         await legacy.close();
@@ -89,26 +110,44 @@ describe('weight-sync adapters against SGLang and vLLM protocol servers', () => 
     });
 
     it('the protocol server rejects wrong shapes the way FastAPI does', async () => {
-      const missing = await fetch(`${server.url}/update_weights_from_disk`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ path: '/x' }) });
+      const missing = await fetch(`${server.url}/update_weights_from_disk`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ path: '/x' }),
+      });
       assert.equal(missing.status, 422);
       assert.deepEqual(await missing.json(), { detail: [{ loc: ['body', 'model_path'], msg: 'Field required', type: 'missing' }] });
-      const wrongType = await fetch(`${server.url}/update_weights_from_disk`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model_path: 3 }) });
+      const wrongType = await fetch(`${server.url}/update_weights_from_disk`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model_path: 3 }),
+      });
       assert.equal(wrongType.status, 422);
       assert.equal((await fetch(`${server.url}/update_weights`, { method: 'POST' })).status, 404);
     });
 
     it('an unknown version is refused before the server is called', async () => {
       const before = server.calls.length;
-      await assert.rejects(make('sglang', server.url).sync(99, noProgress), /^LonghaulError: policy version 99 cannot be served: policy version 99 is not registered; sync only registered versions/);
+      await assert.rejects(
+        make('sglang', server.url).sync(99, noProgress),
+        /^LonghaulError: policy version 99 cannot be served: policy version 99 is not registered; sync only registered versions/,
+      );
       assert.equal(server.calls.length, before);
     });
 
     it('a 503 and an unreachable server are retryable', async () => {
       server.failNext(1);
-      await assert.rejects(make('sglang', server.url).sync(2, noProgress), (error: unknown) => (error instanceof LonghaulError && error.code === errorTypes.unavailable) && /failed with HTTP 503/.test(error.message));
+      await assert.rejects(
+        make('sglang', server.url).sync(2, noProgress),
+        (error: unknown) =>
+          error instanceof LonghaulError && error.code === errorTypes.unavailable && /failed with HTTP 503/.test(error.message),
+      );
       await assert.rejects(make('sglang', await closedPortUrl()).sync(2, noProgress), (error: unknown) => {
-        assert.ok((error instanceof LonghaulError && error.code === errorTypes.unavailable));
-        assert.match(error.message, /^SGLang at http:\/\/127\.0\.0\.1:\d+\/update_weights_from_disk is unreachable \(ECONNREFUSED\); start it or fix LONGHAUL_WEIGHT_SYNC_URL$/);
+        assert.ok(error instanceof LonghaulError && error.code === errorTypes.unavailable);
+        assert.match(
+          error.message,
+          /^SGLang at http:\/\/127\.0\.0\.1:\d+\/update_weights_from_disk is unreachable \(ECONNREFUSED\); start it or fix LONGHAUL_WEIGHT_SYNC_URL$/,
+        );
         return true;
       });
     });
@@ -122,27 +161,33 @@ describe('weight-sync adapters against SGLang and vLLM protocol servers', () => 
         const sync = make('vllm', server.url);
         for (const version of [1, 2, 2, 3]) await sync.sync(version, noProgress);
         assert.deepEqual(server.loaded, [loraAdapterName(2), loraAdapterName(3)]);
-        assert.deepEqual(server.calls.map((call) => [call.path, call.body, call.status]), [
-          ['/v1/load_lora_adapter', { lora_name: 'longhaul-v1', lora_path: folders.get(1) }, 200],
-          ['/v1/load_lora_adapter', { lora_name: 'longhaul-v2', lora_path: folders.get(2) }, 200],
-          ['/v1/load_lora_adapter', { lora_name: 'longhaul-v2', lora_path: folders.get(2) }, 400],
-          ['/v1/load_lora_adapter', { lora_name: 'longhaul-v3', lora_path: folders.get(3) }, 200],
-          ['/v1/unload_lora_adapter', { lora_name: 'longhaul-v1' }, 200],
-        ]);
+        assert.deepEqual(
+          server.calls.map((call) => [call.path, call.body, call.status]),
+          [
+            ['/v1/load_lora_adapter', { lora_name: 'longhaul-v1', lora_path: folders.get(1) }, 200],
+            ['/v1/load_lora_adapter', { lora_name: 'longhaul-v2', lora_path: folders.get(2) }, 200],
+            ['/v1/load_lora_adapter', { lora_name: 'longhaul-v2', lora_path: folders.get(2) }, 400],
+            ['/v1/load_lora_adapter', { lora_name: 'longhaul-v3', lora_path: folders.get(3) }, 200],
+            ['/v1/unload_lora_adapter', { lora_name: 'longhaul-v1' }, 200],
+          ],
+        );
         assert.deepEqual(reloaded, [1, 2, 2, 3]);
       } finally {
         await server.close();
       }
     });
 
-    it('surfaces vLLM\'s error message (either error shape) when it refuses an adapter', async () => {
+    it("surfaces vLLM's error message (either error shape) when it refuses an adapter", async () => {
       for (const legacyErrors of [false, true]) {
         const server = await startVllmServer({ legacyErrors });
         try {
           await assert.rejects(make('vllm', server.url).sync(5, noProgress), (error: unknown) => {
-            assert.ok((error instanceof LonghaulError && error.code === errorTypes.invalidInput));
-            assert.equal(error.message, `vLLM refused LoRA adapter longhaul-v5 (policy version 5, ${folders.get(5)}): HTTP 404: Loading lora longhaul-v5 failed: No adapter found for ${folders.get(5)}. `
-              + 'Fix: the folder must hold a PEFT LoRA adapter (adapter_config.json + adapter_model.safetensors) of the served base model, readable by the server, within its --max-lora-rank');
+            assert.ok(error instanceof LonghaulError && error.code === errorTypes.invalidInput);
+            assert.equal(
+              error.message,
+              `vLLM refused LoRA adapter longhaul-v5 (policy version 5, ${folders.get(5)}): HTTP 404: Loading lora longhaul-v5 failed: No adapter found for ${folders.get(5)}. ` +
+                'Fix: the folder must hold a PEFT LoRA adapter (adapter_config.json + adapter_model.safetensors) of the served base model, readable by the server, within its --max-lora-rank',
+            );
             return true;
           });
         } finally {
@@ -154,7 +199,10 @@ describe('weight-sync adapters against SGLang and vLLM protocol servers', () => 
     it('says how to start vLLM when runtime LoRA updating is off', async () => {
       const server = await startVllmServer({ runtimeLoraUpdating: false });
       try {
-        await assert.rejects(make('vllm', server.url).sync(1, noProgress), /is not routed \(HTTP 404\): start vLLM with VLLM_ALLOW_RUNTIME_LORA_UPDATING=True and --enable-lora/);
+        await assert.rejects(
+          make('vllm', server.url).sync(1, noProgress),
+          /is not routed \(HTTP 404\): start vLLM with VLLM_ALLOW_RUNTIME_LORA_UPDATING=True and --enable-lora/,
+        );
       } finally {
         await server.close();
       }
@@ -163,27 +211,43 @@ describe('weight-sync adapters against SGLang and vLLM protocol servers', () => 
     it('the protocol server rejects wrong shapes the way vLLM does', async () => {
       const server = await startVllmServer();
       try {
-        const post = (body: unknown, contentType = 'application/json') => fetch(`${server.url}/v1/load_lora_adapter`, { method: 'POST', headers: { 'content-type': contentType }, body: JSON.stringify(body) });
+        const post = (body: unknown, contentType = 'application/json') =>
+          fetch(`${server.url}/v1/load_lora_adapter`, {
+            method: 'POST',
+            headers: { 'content-type': contentType },
+            body: JSON.stringify(body),
+          });
         const missing = await post({ lora_name: 'x' });
         assert.equal(missing.status, 400);
         assert.equal(((await missing.json()) as { error: { type: string } }).error.type, 'BadRequestError');
         assert.equal((await post({ lora_name: 'x', lora_path: '/x' }, 'text/plain')).status, 415);
         const empty = await post({ lora_name: '', lora_path: '' });
-        assert.equal(((await empty.json()) as { error: { message: string } }).error.message, "Both 'lora_name' and 'lora_path' must be provided.");
+        assert.equal(
+          ((await empty.json()) as { error: { message: string } }).error.message,
+          "Both 'lora_name' and 'lora_path' must be provided.",
+        );
       } finally {
         await server.close();
       }
     });
 
     it('an unreachable server is retryable', async () => {
-      await assert.rejects(make('vllm', await closedPortUrl()).sync(1, noProgress), (error: unknown) => error instanceof LonghaulError && error.code === errorTypes.unavailable);
+      await assert.rejects(
+        make('vllm', await closedPortUrl()).sync(1, noProgress),
+        (error: unknown) => error instanceof LonghaulError && error.code === errorTypes.unavailable,
+      );
     });
   });
 });
 
 describe('the syncWeights activity', () => {
   const fake = (kind: WeightSync['kind'], failure?: Error): WeightSync => ({
-    kind, async sync(_version, progress) { progress('loading'); await new Promise((resolve) => setTimeout(resolve, 30)); if (failure) throw failure; },
+    kind,
+    async sync(_version, progress) {
+      progress('loading');
+      await new Promise((resolve) => setTimeout(resolve, 30));
+      if (failure) throw failure;
+    },
   });
   const run = (weightSync: WeightSync, input: unknown) => {
     const environment = new MockActivityEnvironment();
@@ -194,7 +258,7 @@ describe('the syncWeights activity', () => {
 
   it('returns the adapter, version and seconds, heartbeating while it loads', async () => {
     const { beats, result } = run(fake('sglang'), { runId: 'r1', version: 4 });
-    const outcome = await result as SyncWeightsResult;
+    const outcome = (await result) as SyncWeightsResult;
     assert.equal(outcome.adapter, 'sglang');
     assert.equal(outcome.version, 4);
     assert.ok(outcome.seconds >= 0.02 && outcome.seconds < 5, `seconds ${outcome.seconds}`);
@@ -203,12 +267,27 @@ describe('the syncWeights activity', () => {
   });
 
   it('fails a refused version without retries, naming the version, and retries an unreachable server', async () => {
-    const refused = await run(fake('vllm', new LonghaulError(errorTypes.invalidInput, 'policy version 7 cannot be served: policy version 7 is not registered; sync only registered versions')), { runId: 'r1', version: 7 }).result.catch((error: unknown) => error);
+    const refused = await run(
+      fake(
+        'vllm',
+        new LonghaulError(
+          errorTypes.invalidInput,
+          'policy version 7 cannot be served: policy version 7 is not registered; sync only registered versions',
+        ),
+      ),
+      { runId: 'r1', version: 7 },
+    ).result.catch((error: unknown) => error);
     assert.ok(refused instanceof ApplicationFailure);
     assert.equal(refused.nonRetryable, true);
     assert.equal(refused.type, 'LonghaulInvalidInput');
-    assert.equal(refused.message, 'syncWeights (vllm): policy version 7 cannot be served: policy version 7 is not registered; sync only registered versions');
-    const down = await run(fake('sglang', new LonghaulError(errorTypes.unavailable, 'SGLang at http://x is unreachable (ECONNREFUSED)')), { runId: 'r1', version: 7 }).result.catch((error: unknown) => error);
+    assert.equal(
+      refused.message,
+      'syncWeights (vllm): policy version 7 cannot be served: policy version 7 is not registered; sync only registered versions',
+    );
+    const down = await run(fake('sglang', new LonghaulError(errorTypes.unavailable, 'SGLang at http://x is unreachable (ECONNREFUSED)')), {
+      runId: 'r1',
+      version: 7,
+    }).result.catch((error: unknown) => error);
     assert.ok(down instanceof ApplicationFailure);
     assert.equal(down.nonRetryable, false);
     assert.equal(down.type, 'LonghaulUnavailable');
@@ -230,23 +309,58 @@ describe('the syncWeights activity', () => {
 describe('weight-sync config', () => {
   it('defaults to onnx, derives the server URL from LONGHAUL_OPENAI_BASE_URL, and names a bad value', () => {
     assert.deepEqual(loadConfig({}).weightSync, { kind: 'onnx', url: null });
-    assert.deepEqual(loadConfig({ LONGHAUL_WEIGHT_SYNC: 'sglang', LONGHAUL_OPENAI_BASE_URL: 'http://gpu:30000/v1' }).weightSync, { kind: 'sglang', url: 'http://gpu:30000' });
-    assert.deepEqual(loadConfig({ LONGHAUL_WEIGHT_SYNC: 'vllm', LONGHAUL_WEIGHT_SYNC_URL: 'http://gpu:8000' }).weightSync, { kind: 'vllm', url: 'http://gpu:8000' });
-    assert.throws(() => loadConfig({ LONGHAUL_WEIGHT_SYNC: 'deepspeed' }), (error: unknown) => (error instanceof LonghaulError && error.code === errorTypes.invalidInput) && /^LONGHAUL_WEIGHT_SYNC="deepspeed" is invalid: .* Fix or unset LONGHAUL_WEIGHT_SYNC/.test(error.message));
-    assert.throws(() => loadConfig({ LONGHAUL_WEIGHT_SYNC_URL: 'gpu 8000' }), /LONGHAUL_WEIGHT_SYNC_URL="gpu 8000" is invalid: expected a URL such as http:\/\/127\.0\.0\.1:30000/);
+    assert.deepEqual(loadConfig({ LONGHAUL_WEIGHT_SYNC: 'sglang', LONGHAUL_OPENAI_BASE_URL: 'http://gpu:30000/v1' }).weightSync, {
+      kind: 'sglang',
+      url: 'http://gpu:30000',
+    });
+    assert.deepEqual(loadConfig({ LONGHAUL_WEIGHT_SYNC: 'vllm', LONGHAUL_WEIGHT_SYNC_URL: 'http://gpu:8000' }).weightSync, {
+      kind: 'vllm',
+      url: 'http://gpu:8000',
+    });
+    assert.throws(
+      () => loadConfig({ LONGHAUL_WEIGHT_SYNC: 'deepspeed' }),
+      (error: unknown) =>
+        error instanceof LonghaulError &&
+        error.code === errorTypes.invalidInput &&
+        /^LONGHAUL_WEIGHT_SYNC="deepspeed" is invalid: .* Fix or unset LONGHAUL_WEIGHT_SYNC/.test(error.message),
+    );
+    assert.throws(
+      () => loadConfig({ LONGHAUL_WEIGHT_SYNC_URL: 'gpu 8000' }),
+      /LONGHAUL_WEIGHT_SYNC_URL="gpu 8000" is invalid: expected a URL such as http:\/\/127\.0\.0\.1:30000/,
+    );
   });
 
   it('a server adapter without a URL, or onnx without a reloadable backend, is a LonghaulInvalidInput naming the variable', () => {
     const folderOf = async () => '/nowhere';
-    assert.throws(() => createWeightSync({ kind: 'sglang', url: null }, { folderOf }), (error: unknown) => (error instanceof LonghaulError && error.code === errorTypes.invalidInput) && error.message.startsWith('LONGHAUL_WEIGHT_SYNC_URL is required when LONGHAUL_WEIGHT_SYNC=sglang'));
-    assert.throws(() => createWeightSync({ kind: 'onnx', url: null }, { folderOf }), /LONGHAUL_WEIGHT_SYNC=onnx needs a worker whose backend can reload/);
+    assert.throws(
+      () => createWeightSync({ kind: 'sglang', url: null }, { folderOf }),
+      (error: unknown) =>
+        error instanceof LonghaulError &&
+        error.code === errorTypes.invalidInput &&
+        error.message.startsWith('LONGHAUL_WEIGHT_SYNC_URL is required when LONGHAUL_WEIGHT_SYNC=sglang'),
+    );
+    assert.throws(
+      () => createWeightSync({ kind: 'onnx', url: null }, { folderOf }),
+      /LONGHAUL_WEIGHT_SYNC=onnx needs a worker whose backend can reload/,
+    );
     assert.equal(createWeightSync({ kind: 'none', url: null }, { folderOf }).kind, 'none');
   });
 
   it('onnx sync in a worker that serves an openai server is refused per sync, saying which adapter fits', async () => {
-    const local = { reload: async () => { throw new Error('must not reload'); } };
+    const local = {
+      reload: async () => {
+        throw new Error('must not reload');
+      },
+    };
     const sync = createWeightSync({ kind: 'onnx', url: null }, { local, backend: 'openai', folderOf: async () => '/nowhere' });
-    await assert.rejects(sync.sync(3, noProgress), (error: unknown) => (error instanceof LonghaulError && error.code === errorTypes.invalidInput)
-      && error.message.startsWith('policy version 3 not synced: LONGHAUL_WEIGHT_SYNC=onnx reloads a local ONNX model, but this worker serves LONGHAUL_POLICY_BACKEND=openai'));
+    await assert.rejects(
+      sync.sync(3, noProgress),
+      (error: unknown) =>
+        error instanceof LonghaulError &&
+        error.code === errorTypes.invalidInput &&
+        error.message.startsWith(
+          'policy version 3 not synced: LONGHAUL_WEIGHT_SYNC=onnx reloads a local ONNX model, but this worker serves LONGHAUL_POLICY_BACKEND=openai',
+        ),
+    );
   });
 });

@@ -8,8 +8,12 @@ import { spawnWorker, uniquePrefix } from './helpers/stack.js';
 async function workerOutput(logLevel: string): Promise<string> {
   const worker = spawnWorker('tools', { LONGHAUL_TASK_QUEUE_PREFIX: uniquePrefix(`log-${logLevel}`), LONGHAUL_LOG_LEVEL: logLevel });
   let output = '';
-  worker.stdout?.on('data', (chunk: Buffer) => { output += chunk.toString(); });
-  worker.stderr?.on('data', (chunk: Buffer) => { output += chunk.toString(); });
+  worker.stdout?.on('data', (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  worker.stderr?.on('data', (chunk: Buffer) => {
+    output += chunk.toString();
+  });
   const exited = once(worker, 'exit');
   try {
     await worker.ready;
@@ -20,12 +24,12 @@ async function workerOutput(logLevel: string): Promise<string> {
   return output;
 }
 
-test('LONGHAUL_LOG_LEVEL=debug shows the SDK\'s debug logs, =warn silences its info lines', async () => {
+test("LONGHAUL_LOG_LEVEL=debug shows the SDK's debug logs, =warn silences its info lines", async () => {
   const debug = await workerOutput('debug');
   const warn = await workerOutput('warn');
   assert.match(debug, /\[DEBUG\] Creating worker/, debug);
   assert.match(debug, /\[INFO\] Worker state changed/, debug);
-  assert.match(debug, /DEBUG.*temporalio_sdk_core/, 'SDK Core\'s own debug lines');
+  assert.match(debug, /DEBUG.*temporalio_sdk_core/, "SDK Core's own debug lines");
   assert.doesNotMatch(warn, /\[(DEBUG|INFO)\]/, warn);
   assert.doesNotMatch(warn, /temporalio_sdk_core/, warn);
   assert.match(warn, /polling task queue/, 'the worker started');

@@ -6,7 +6,14 @@ import { repoRoot, workflowBundlePath } from '../infra/paths.js';
 
 const { code } = await bundleWorkflowCode({
   workflowsPath: path.join(repoRoot, 'dist', 'workflows', 'index.js'),
-  logger: { log() {}, trace() {}, debug() {}, info() {}, warn: (message: string) => console.warn(message), error: (message: string) => console.error(message) },
+  logger: {
+    log() {},
+    trace() {},
+    debug() {},
+    info() {},
+    warn: (message: string) => console.warn(message),
+    error: (message: string) => console.error(message),
+  },
 });
 fs.writeFileSync(workflowBundlePath, code);
 console.error(`[build] workflow bundle: ${(code.length / 1024).toFixed(0)} KiB → ${path.relative(repoRoot, workflowBundlePath)}`);

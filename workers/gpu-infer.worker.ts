@@ -5,4 +5,7 @@ import { workerActivities } from '../composition/queue-activities.js';
 import { config } from '../infra/config.js';
 import { runWorker, start } from './run-worker.js';
 
-start(() => runWorker({ role: 'gpu-infer', workflows: false, activities: (blobs) => workerActivities('gpu-infer', config(), blobs) }), 'gpu-infer');
+start(
+  () => runWorker({ role: 'gpu-infer', workflows: false, activities: (blobs) => workerActivities('gpu-infer', config(), blobs) }),
+  'gpu-infer',
+);

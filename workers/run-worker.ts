@@ -22,7 +22,7 @@ export async function runWorker(plan: WorkerPlan): Promise<void> {
   try {
     settings = config();
   } catch (error) {
-    if ((error instanceof LonghaulError && error.code === errorTypes.invalidInput)) {
+    if (error instanceof LonghaulError && error.code === errorTypes.invalidInput) {
       console.error(`longhaul ${plan.role} worker: ${error.message}`);
       process.exit(2);
     }
@@ -33,7 +33,9 @@ export async function runWorker(plan: WorkerPlan): Promise<void> {
   const connection = await connectWorker(settings);
   const taskQueue = taskQueueName(plan.role, settings.taskQueuePrefix);
   if (plan.workflows && !fs.existsSync(workflowBundlePath)) {
-    throw new Error(`workflow bundle missing at ${workflowBundlePath}: run ./longhaul (it builds), or node dist/workers/bundle-workflows.js`);
+    throw new Error(
+      `workflow bundle missing at ${workflowBundlePath}: run ./longhaul (it builds), or node dist/workers/bundle-workflows.js`,
+    );
   }
   const worker = await Worker.create({
     connection,

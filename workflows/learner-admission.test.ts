@@ -3,7 +3,17 @@ import { describe, it } from 'node:test';
 import { mayAdmitGroup, stalenessCapacity, type AdmissionSettings, type AdmissionState } from './learner-admission.js';
 
 const settings: AdmissionSettings = { groupSize: 4, batchSize: 16, eta: 2, maxInflight: 64 };
-const fresh: AdmissionState = { started: 0, dropped: 0, inflight: 0, ready: 0, version: 0, startVersion: 0, training: false, paused: false, questionsLeft: true };
+const fresh: AdmissionState = {
+  started: 0,
+  dropped: 0,
+  inflight: 0,
+  ready: 0,
+  version: 0,
+  startVersion: 0,
+  training: false,
+  paused: false,
+  questionsLeft: true,
+};
 
 describe('the learner admission rule (AReaL staleness bound)', () => {
   it('admits up to (v − v0 + η + 1) · B trajectories and no more', () => {
@@ -16,7 +26,11 @@ describe('the learner admission rule (AReaL staleness bound)', () => {
   it('each trained version opens B more slots, counted from the start version', () => {
     const atVersion = { ...fresh, started: 48, inflight: 4 };
     assert.equal(mayAdmitGroup({ ...atVersion, version: 1 }, settings), true);
-    assert.equal(mayAdmitGroup({ ...atVersion, version: 7, startVersion: 7 }, settings), false, 'a run forked at v7 starts its count there');
+    assert.equal(
+      mayAdmitGroup({ ...atVersion, version: 7, startVersion: 7 }, settings),
+      false,
+      'a run forked at v7 starts its count there',
+    );
     assert.equal(mayAdmitGroup({ ...atVersion, version: 8, startVersion: 7 }, settings), true);
   });
 

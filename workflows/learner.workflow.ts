@@ -7,13 +7,32 @@
  * buffer.
  */
 import {
-  ParentClosePolicy, condition, continueAsNew, getExternalWorkflowHandle, patched, proxyActivities, setHandler,
-  startChild, upsertSearchAttributes, workflowInfo, allHandlersFinished,
+  ParentClosePolicy,
+  condition,
+  continueAsNew,
+  getExternalWorkflowHandle,
+  patched,
+  proxyActivities,
+  setHandler,
+  startChild,
+  upsertSearchAttributes,
+  workflowInfo,
+  allHandlersFinished,
 } from '@temporalio/workflow';
 import { activityOptions } from './contracts/activity-options.js';
 import {
-  learnerStateQuery, pauseUpdate, resumeUpdate, setConfigUpdate,
-  type GroupState, type LearnerActivities, type LearnerCarried, type LearnerInput, type LearnerResult, type LearnerState, type StepStats, type TrainActivities,
+  learnerStateQuery,
+  pauseUpdate,
+  resumeUpdate,
+  setConfigUpdate,
+  type GroupState,
+  type LearnerActivities,
+  type LearnerCarried,
+  type LearnerInput,
+  type LearnerResult,
+  type LearnerState,
+  type StepStats,
+  type TrainActivities,
   type WeightSyncActivities,
 } from './contracts/learner.contract.js';
 import { parseLearnerInput, parseLearnerSettings } from './contracts/learner.input.js';
@@ -25,7 +44,6 @@ import { mayAdmitGroup } from './learner-admission.js';
 import { childTrajectoryInput } from './trajectory-child.js';
 import { validated } from './validated.js';
 import type { trajectory } from './trajectory.workflow.js';
-
 
 /**
  * Patch: a group enters the learner's window before its first child starts. Learners started
@@ -43,14 +61,29 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
   const trainer = proxyActivities<TrainActivities>(options.train);
   const inference = proxyActivities<WeightSyncActivities & PolicyCapabilitiesActivities>(options.weightSync);
   let run: LearnerCarried = raw.carried ?? {
-    version: input.startVersion, step: 0, started: 0, nextQuestion: 0, finished: 0, dropped: 0, consumed: 0, groups: [], busyMs: 0,
-    startedAtMs: Date.now(), history: [], paused: false, settings: input.settings, oldestVersions: {}, ready: 0,
+    version: input.startVersion,
+    step: 0,
+    started: 0,
+    nextQuestion: 0,
+    finished: 0,
+    dropped: 0,
+    consumed: 0,
+    groups: [],
+    busyMs: 0,
+    startedAtMs: Date.now(),
+    history: [],
+    paused: false,
+    settings: input.settings,
+    oldestVersions: {},
+    ready: 0,
   };
   const groupBeforeChildren = patched(groupBeforeChildrenPatch);
   let training = false;
   let changed = false;
   let questionsLeft = true;
-  const wake = () => { changed = true; };
+  const wake = () => {
+    changed = true;
+  };
 
   const inflight = () => run.groups.reduce((count, group) => count + group.rewards.filter((reward) => reward === null).length, 0);
   const busyFraction = () => {
@@ -58,8 +91,19 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
     return elapsed > 0 ? run.busyMs / elapsed : 0;
   };
   const state = (): LearnerState => ({
-    runId: input.runId, mode: run.settings.mode, version: run.version, step: run.step, inflight: inflight(), finished: run.finished, ready: run.ready,
-    dropped: run.dropped, consumed: run.consumed, paused: run.paused, training, trainerBusy: busyFraction(), history: run.history,
+    runId: input.runId,
+    mode: run.settings.mode,
+    version: run.version,
+    step: run.step,
+    inflight: inflight(),
+    finished: run.finished,
+    ready: run.ready,
+    dropped: run.dropped,
+    consumed: run.consumed,
+    paused: run.paused,
+    training,
+    trainerBusy: busyFraction(),
+    history: run.history,
   });
 
   /** A child's report: its reward goes into its group's slot, and its oldest token version is kept for the staleness of the step that trains on it. */
@@ -70,7 +114,9 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
       return { ...group, rewards: group.rewards.map((reward, position) => (position === index ? report.reward : reward)) };
     });
     run = {
-      ...run, groups, finished: run.finished + 1,
+      ...run,
+      groups,
+      finished: run.finished + 1,
       oldestVersions: { ...run.oldestVersions, [report.trajectoryId]: Math.min(run.version, ...report.versionsUsed) },
       rewards: { ...run.rewards, [report.trajectoryId]: report.reward },
     };
@@ -78,26 +124,52 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
   }
 
   setHandler(learnerStateQuery, state);
-  setHandler(pauseUpdate, () => { run = { ...run, paused: true }; wake(); return state(); });
-  setHandler(resumeUpdate, () => { run = { ...run, paused: false }; wake(); return state(); });
-  setHandler(setConfigUpdate, (patch) => {
-    run = { ...run, settings: parseLearnerSettings({ ...run.settings, ...patch }) };
+  setHandler(pauseUpdate, () => {
+    run = { ...run, paused: true };
     wake();
     return state();
-  }, { validator: (patch) => { validated(() => parseLearnerSettings({ ...run.settings, ...(patch as object) })); } });
+  });
+  setHandler(resumeUpdate, () => {
+    run = { ...run, paused: false };
+    wake();
+    return state();
+  });
+  setHandler(
+    setConfigUpdate,
+    (patch) => {
+      run = { ...run, settings: parseLearnerSettings({ ...run.settings, ...patch }) };
+      wake();
+      return state();
+    },
+    {
+      validator: (patch) => {
+        validated(() => parseLearnerSettings({ ...run.settings, ...(patch as object) }));
+      },
+    },
+  );
   setHandler(trajectoryFinishedSignal, recordReport);
   // Refuse bad hyperparameters now, not at the first trainStep after a whole batch of rollouts.
   if (raw.carried === undefined && patched('check-hyperparameters')) {
-    await trainer.checkHyperparameters({ kind: 'rl', groupSize: run.settings.groupSize, eta: run.settings.eta, hyperparameters: raw.hyperparameters ?? {} });
+    await trainer.checkHyperparameters({
+      kind: 'rl',
+      groupSize: run.settings.groupSize,
+      eta: run.settings.eta,
+      hyperparameters: raw.hyperparameters ?? {},
+    });
   }
   upsertSearchAttributes([
-    { key: searchAttributes.kind, value: 'learner' }, { key: searchAttributes.runId, value: input.runId },
-    { key: searchAttributes.status, value: 'running' }, { key: searchAttributes.policyVersion, value: run.version },
+    { key: searchAttributes.kind, value: 'learner' },
+    { key: searchAttributes.runId, value: input.runId },
+    { key: searchAttributes.status, value: 'running' },
+    { key: searchAttributes.policyVersion, value: run.version },
   ]);
 
   async function startGroup(): Promise<boolean> {
     const question = await learnerActivities.loadQuestion({ datasetKey: input.datasetKey, index: run.nextQuestion });
-    if (!question) { questionsLeft = false; return false; }
+    if (!question) {
+      questionsLeft = false;
+      return false;
+    }
     const groupId = `${input.runId}-q${run.nextQuestion}`;
     const children = Array.from({ length: run.settings.groupSize }, (_, sample) => `${groupId}-s${sample}`);
     const group: GroupState = { groupId, questionIndex: run.nextQuestion, children, rewards: children.map(() => null) };
@@ -109,9 +181,19 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
     if (groupBeforeChildren) enter();
     for (const [sample, childId] of children.entries()) {
       const childInput = childTrajectoryInput({
-        question, runId: input.runId, datasetKey: input.datasetKey, policyVersion: run.version, sample, settings: raw.trajectory, reportTo: workflowId,
+        question,
+        runId: input.runId,
+        datasetKey: input.datasetKey,
+        policyVersion: run.version,
+        sample,
+        settings: raw.trajectory,
+        reportTo: workflowId,
       });
-      await startChild<typeof trajectory>('trajectory', { workflowId: childId, args: [childInput], parentClosePolicy: ParentClosePolicy.ABANDON });
+      await startChild<typeof trajectory>('trajectory', {
+        workflowId: childId,
+        args: [childInput],
+        parentClosePolicy: ParentClosePolicy.ABANDON,
+      });
     }
     if (!groupBeforeChildren) enter();
     return true;
@@ -123,26 +205,49 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
     if (done.length === 0) return;
     const useless = run.settings.dropEqualRewardGroups ? done.filter((group) => new Set(group.rewards).size === 1) : [];
     const uselessIds = new Set(useless.flatMap((group) => group.children));
-    if (useless.length > 0) await learnerActivities.dropTrajectories({ runId: input.runId, trajectoryIds: [...uselessIds], reason: 'equal rewards in group' });
+    if (useless.length > 0)
+      await learnerActivities.dropTrajectories({ runId: input.runId, trajectoryIds: [...uselessIds], reason: 'equal rewards in group' });
     const kept = done.filter((group) => !useless.includes(group)).reduce((count, group) => count + group.children.length, 0);
     run = {
-      ...run, oldestVersions: omit(run.oldestVersions, uselessIds), rewards: omit(run.rewards ?? {}, uselessIds),
-      groups: run.groups.filter((group) => !done.includes(group)), ready: run.ready + kept, dropped: run.dropped + uselessIds.size,
+      ...run,
+      oldestVersions: omit(run.oldestVersions, uselessIds),
+      rewards: omit(run.rewards ?? {}, uselessIds),
+      groups: run.groups.filter((group) => !done.includes(group)),
+      ready: run.ready + kept,
+      dropped: run.dropped + uselessIds.size,
     };
   }
 
   function admissible(): boolean {
-    return mayAdmitGroup({
-      started: run.started, dropped: run.dropped, inflight: inflight(), ready: run.ready, version: run.version, startVersion: input.startVersion,
-      training, paused: run.paused, questionsLeft,
-    }, run.settings);
+    return mayAdmitGroup(
+      {
+        started: run.started,
+        dropped: run.dropped,
+        inflight: inflight(),
+        ready: run.ready,
+        version: run.version,
+        startVersion: input.startVersion,
+        training,
+        paused: run.paused,
+        questionsLeft,
+      },
+      run.settings,
+    );
   }
 
   async function trainOnce(): Promise<void> {
     training = true;
     try {
       const { eta, batchSize, groupSize, selection } = run.settings;
-      const claim = await learnerActivities.claimBatch({ runId: input.runId, step: run.step, batchSize, currentVersion: run.version, eta, selection, minGroupSize: groupSize });
+      const claim = await learnerActivities.claimBatch({
+        runId: input.runId,
+        step: run.step,
+        batchSize,
+        currentVersion: run.version,
+        eta,
+        selection,
+        minGroupSize: groupSize,
+      });
       if (claim.trajectoryIds.length === 0) {
         // None eligible: what is ready is too stale. Drop it for good and wait for fresh groups.
         const stale = await learnerActivities.releaseStaleTrajectories({ runId: input.runId, currentVersion: run.version, eta });
@@ -152,8 +257,14 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
       // A short claim (some went stale) is trained on as it is: claimed trajectories are never given back.
       const startedAt = Date.now();
       const result = await trainer.trainStep({
-        runId: input.runId, step: run.step, trajectoryIds: claim.trajectoryIds, baseVersion: run.version, outputVersion: run.version + 1,
-        groupSize, eta, hyperparameters: raw.hyperparameters ?? {},
+        runId: input.runId,
+        step: run.step,
+        trajectoryIds: claim.trajectoryIds,
+        baseVersion: run.version,
+        outputVersion: run.version + 1,
+        groupSize,
+        eta,
+        hyperparameters: raw.hyperparameters ?? {},
       });
       const trainMs = Date.now() - startedAt;
       const batchRewards = claim.trajectoryIds.map((id) => run.rewards?.[id]).filter((reward): reward is number => reward !== undefined);
@@ -163,16 +274,34 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
       const staleness = Math.max(0, ...claim.trajectoryIds.map((id) => run.version - (run.oldestVersions[id] ?? run.version)));
       const consumed = new Set(claim.trajectoryIds);
       const stats: StepStats = {
-        step: run.step, version: result.version, trainSeconds: trainMs / 1000, finishedAtMs: Date.now(), maxStaleness: staleness,
+        step: run.step,
+        version: result.version,
+        trainSeconds: trainMs / 1000,
+        finishedAtMs: Date.now(),
+        maxStaleness: staleness,
         ...(synced ? { syncSeconds: synced.seconds } : {}),
         meanReward: batchRewards.length ? batchRewards.reduce((sum, reward) => sum + reward, 0) / batchRewards.length : 0,
       };
       run = {
-        ...run, oldestVersions: omit(run.oldestVersions, consumed), rewards: omit(run.rewards ?? {}, consumed), version: result.version, step: run.step + 1,
-        consumed: run.consumed + consumed.size, ready: Math.max(0, run.ready - consumed.size), busyMs: run.busyMs + trainMs, history: [...run.history, stats],
+        ...run,
+        oldestVersions: omit(run.oldestVersions, consumed),
+        rewards: omit(run.rewards ?? {}, consumed),
+        version: result.version,
+        step: run.step + 1,
+        consumed: run.consumed + consumed.size,
+        ready: Math.max(0, run.ready - consumed.size),
+        busyMs: run.busyMs + trainMs,
+        history: [...run.history, stats],
       };
-      upsertSearchAttributes([{ key: searchAttributes.policyVersion, value: run.version }, { key: searchAttributes.meanReward, value: stats.meanReward }]);
-      const released = await learnerActivities.releaseStaleTrajectories({ runId: input.runId, currentVersion: run.version, eta: run.settings.eta });
+      upsertSearchAttributes([
+        { key: searchAttributes.policyVersion, value: run.version },
+        { key: searchAttributes.meanReward, value: stats.meanReward },
+      ]);
+      const released = await learnerActivities.releaseStaleTrajectories({
+        runId: input.runId,
+        currentVersion: run.version,
+        eta: run.settings.eta,
+      });
       if (released.dropped > 0) run = { ...run, dropped: run.dropped + released.dropped, ready: Math.max(0, run.ready - released.dropped) };
       await publish();
     } finally {
@@ -184,14 +313,16 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
   /** Tell in-flight trajectories about the new version; they resubmit generations under it. */
   async function publish(): Promise<void> {
     const running = run.groups.flatMap((group) => group.children.filter((_, index) => group.rewards[index] === null));
-    await Promise.all(running.map(async (childId) => {
-      const handle = getExternalWorkflowHandle(childId);
-      try {
-        if (run.settings.interruptOnPublish) await handle.signal(interruptSignal);
-      } catch {
-        /* the child may have finished meanwhile */
-      }
-    }));
+    await Promise.all(
+      running.map(async (childId) => {
+        const handle = getExternalWorkflowHandle(childId);
+        try {
+          if (run.settings.interruptOnPublish) await handle.signal(interruptSignal);
+        } catch {
+          /* the child may have finished meanwhile */
+        }
+      }),
+    );
   }
 
   // Refuse at once a policy backend whose trajectories could not be trained on (no token ids or logprobs).
@@ -223,9 +354,17 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
   const wallSeconds = (Date.now() - run.startedAtMs) / 1000;
   upsertSearchAttributes([{ key: searchAttributes.status, value: 'completed' }]);
   return {
-    runId: input.runId, mode: run.settings.mode, steps: run.step, finalVersion: run.version, consumed: run.consumed, dropped: run.dropped,
-    samplesPerHour: wallSeconds > 0 ? (run.consumed / wallSeconds) * 3600 : 0, trainerBusy: busyFraction(),
-    maxStaleness: Math.max(0, ...run.history.map((stats) => stats.maxStaleness)), wallSeconds, history: run.history,
+    runId: input.runId,
+    mode: run.settings.mode,
+    steps: run.step,
+    finalVersion: run.version,
+    consumed: run.consumed,
+    dropped: run.dropped,
+    samplesPerHour: wallSeconds > 0 ? (run.consumed / wallSeconds) * 3600 : 0,
+    trainerBusy: busyFraction(),
+    maxStaleness: Math.max(0, ...run.history.map((stats) => stats.maxStaleness)),
+    wallSeconds,
+    history: run.history,
   };
 }
 

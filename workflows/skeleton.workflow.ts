@@ -3,14 +3,16 @@ import type { SkeletonActivities } from '../activities/skeleton.activities.js';
 import { skeletonActivityOptions } from './contracts/activity-options.js';
 import { searchAttributes } from './contracts/search-attributes.js';
 import {
-  parsePayloadRoundTripInput, parseSkeletonInput, skeletonStateQuery,
-  type PayloadRoundTripResult, type SkeletonResult,
+  parsePayloadRoundTripInput,
+  parseSkeletonInput,
+  skeletonStateQuery,
+  type PayloadRoundTripResult,
+  type SkeletonResult,
 } from './contracts/skeleton.contract.js';
 import { validated } from './validated.js';
 
 // A short start-to-close: when a worker dies mid-step, the step is retried on another within seconds.
 const { recordStep, makePayload, digestPayload } = proxyActivities<SkeletonActivities>(skeletonActivityOptions);
-
 
 export async function skeletonTrajectory(rawInput: unknown): Promise<SkeletonResult> {
   const input = validated(() => parseSkeletonInput(rawInput));

@@ -24,7 +24,11 @@ export interface ChildTrajectoryRequest {
 export function childTrajectoryInput(request: ChildTrajectoryRequest): TrajectoryInput {
   const { question, settings } = request;
   return {
-    question: question.question, answers: question.answers, questionId: question.id, dataset: request.datasetKey, runId: request.runId,
+    question: question.question,
+    answers: question.answers,
+    questionId: question.id,
+    dataset: request.datasetKey,
+    runId: request.runId,
     policyVersion: request.policyVersion,
     ...(request.reportTo !== undefined ? { reportTo: request.reportTo } : {}),
     ...(settings?.limits ? { limits: settings.limits } : {}),

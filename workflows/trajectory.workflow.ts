@@ -4,8 +4,15 @@
  * termination checks. History holds summaries and counters; texts and tokens are blobs.
  */
 import {
-  CancellationScope, continueAsNew, getExternalWorkflowHandle, isCancellation,
-  proxyActivities, setCurrentDetails, setHandler, upsertSearchAttributes, workflowInfo,
+  CancellationScope,
+  continueAsNew,
+  getExternalWorkflowHandle,
+  isCancellation,
+  proxyActivities,
+  setCurrentDetails,
+  setHandler,
+  upsertSearchAttributes,
+  workflowInfo,
 } from '@temporalio/workflow';
 import type { GenerateTurnActivities, TurnToolActivities } from '../activities/agent/agent-turn.activities.js';
 import type { FinishActivities } from '../activities/agent/finish.activities.js';
@@ -14,8 +21,14 @@ import { activityOptions } from './contracts/activity-options.js';
 import { queuePrefixOf } from './contracts/queues.js';
 import { searchAttributes } from './contracts/search-attributes.js';
 import {
-  interruptSignal, setPolicyVersionUpdate, trajectoryFinishedSignal, trajectoryStateQuery,
-  type CarriedState, type StopReason, type TrajectoryInput, type TrajectoryResult,
+  interruptSignal,
+  setPolicyVersionUpdate,
+  trajectoryFinishedSignal,
+  trajectoryStateQuery,
+  type CarriedState,
+  type StopReason,
+  type TrajectoryInput,
+  type TrajectoryResult,
 } from './contracts/trajectory.contract.js';
 import { parseTrajectoryInput } from './contracts/trajectory.input.js';
 import { validated } from './validated.js';
@@ -28,7 +41,6 @@ function activitiesFor(prefix: string) {
   // Activity proxies have no own properties: pick the functions, don't spread the proxies.
   return { generateTurn: policy.generateTurn, runTurnTools: tools.runTurnTools, finishTrajectory: finish.finishTrajectory };
 }
-
 
 function describeAction(result: GenerateTurnResult): string {
   const { action } = result;
@@ -43,7 +55,14 @@ export async function trajectory(raw: TrajectoryInput): Promise<TrajectoryResult
   const act = activitiesFor(queuePrefixOf(taskQueue));
   const carried = (raw as TrajectoryInput).carried;
   let state: CarriedState = carried ?? {
-    turn: 0, generatedTokens: 0, invalidSteps: 0, repeats: 0, lastActionKey: '', startedAtMs: Date.now(), versionsUsed: [], policyVersion: input.policyVersion,
+    turn: 0,
+    generatedTokens: 0,
+    invalidSteps: 0,
+    repeats: 0,
+    lastActionKey: '',
+    startedAtMs: Date.now(),
+    versionsUsed: [],
+    policyVersion: input.policyVersion,
   };
   let lastAction = carried ? '(continued)' : '(starting)';
   let generation: CancellationScope | undefined;
@@ -51,24 +70,37 @@ export async function trajectory(raw: TrajectoryInput): Promise<TrajectoryResult
   let status: 'running' | 'completed' | 'cancelled' = 'running';
 
   setHandler(trajectoryStateQuery, () => ({
-    trajectoryId, turn: state.turn, status, lastAction, generatedTokens: state.generatedTokens, invalidSteps: state.invalidSteps,
-    policyVersion: state.policyVersion, versionsUsed: state.versionsUsed, generating: generation !== undefined,
+    trajectoryId,
+    turn: state.turn,
+    status,
+    lastAction,
+    generatedTokens: state.generatedTokens,
+    invalidSteps: state.invalidSteps,
+    policyVersion: state.policyVersion,
+    versionsUsed: state.versionsUsed,
+    generating: generation !== undefined,
   }));
-  setHandler(setPolicyVersionUpdate, (version: number) => {
-    state = { ...state, policyVersion: version };
-    return version;
-  }, {
-    validator: (version: number) => {
-      if (!Number.isInteger(version) || version < 0) throw new Error(`policyVersion must be a non-negative integer, got ${JSON.stringify(version)}`);
+  setHandler(
+    setPolicyVersionUpdate,
+    (version: number) => {
+      state = { ...state, policyVersion: version };
+      return version;
     },
-  });
+    {
+      validator: (version: number) => {
+        if (!Number.isInteger(version) || version < 0)
+          throw new Error(`policyVersion must be a non-negative integer, got ${JSON.stringify(version)}`);
+      },
+    },
+  );
   setHandler(interruptSignal, () => {
     if (!generation) return;
     interruptRequested = true;
     generation.cancel();
   });
   upsertSearchAttributes([
-    { key: searchAttributes.kind, value: 'trajectory' }, { key: searchAttributes.status, value: 'running' },
+    { key: searchAttributes.kind, value: 'trajectory' },
+    { key: searchAttributes.status, value: 'running' },
     { key: searchAttributes.policyVersion, value: state.policyVersion },
     ...(input.dataset ? [{ key: searchAttributes.dataset, value: input.dataset }] : []),
     ...(input.questionId ? [{ key: searchAttributes.questionId, value: input.questionId }] : []),
@@ -80,13 +112,26 @@ export async function trajectory(raw: TrajectoryInput): Promise<TrajectoryResult
       const scope = new CancellationScope();
       generation = scope;
       try {
-        return await scope.run(() => act.generateTurn({
-          trajectoryId, turn: state.turn, question: input.question, maxNewTokens: input.limits.maxNewTokensPerTurn,
-          maxCallsPerTurn: input.options.maxCallsPerTurn, temperature: input.options.temperature, seed: input.options.seed,
-          policyVersion: state.policyVersion,
-          ...(state.turn < input.forcedTurns.length ? { forcedText: input.forcedTurns[state.turn] } : {}),
-          prompt: { protocol: input.options.protocol, contextMode: input.options.contextMode, recentChars: input.options.recentChars, tools: input.options.tools, template: 'chatml' },
-        }));
+        return await scope.run(() =>
+          act.generateTurn({
+            trajectoryId,
+            turn: state.turn,
+            question: input.question,
+            maxNewTokens: input.limits.maxNewTokensPerTurn,
+            maxCallsPerTurn: input.options.maxCallsPerTurn,
+            temperature: input.options.temperature,
+            seed: input.options.seed,
+            policyVersion: state.policyVersion,
+            ...(state.turn < input.forcedTurns.length ? { forcedText: input.forcedTurns[state.turn] } : {}),
+            prompt: {
+              protocol: input.options.protocol,
+              contextMode: input.options.contextMode,
+              recentChars: input.options.recentChars,
+              tools: input.options.tools,
+              template: 'chatml',
+            },
+          }),
+        );
       } catch (error) {
         if (interruptRequested && isCancellation(error) && !CancellationScope.current().consideredCancelled) {
           interruptRequested = false; // resubmit under the version now in force, after the saved partial output
@@ -103,24 +148,51 @@ export async function trajectory(raw: TrajectoryInput): Promise<TrajectoryResult
   let stopReason: StopReason | undefined;
   try {
     while (stopReason === undefined) {
-      if (state.turn >= input.limits.maxTurns) { stopReason = 'max_turns'; break; }
-      if (state.generatedTokens >= input.limits.maxTotalTokens) { stopReason = 'max_tokens'; break; }
-      if (Date.now() - state.startedAtMs > input.limits.maxWallSeconds * 1000) { stopReason = 'max_wall_time'; break; }
+      if (state.turn >= input.limits.maxTurns) {
+        stopReason = 'max_turns';
+        break;
+      }
+      if (state.generatedTokens >= input.limits.maxTotalTokens) {
+        stopReason = 'max_tokens';
+        break;
+      }
+      if (Date.now() - state.startedAtMs > input.limits.maxWallSeconds * 1000) {
+        stopReason = 'max_wall_time';
+        break;
+      }
       const result = await generateWithInterrupts();
       const { action } = result;
-      if (action.kind === 'tools') await act.runTurnTools({ trajectoryId, turn: state.turn, maxObservationChars: input.options.maxObservationChars });
+      if (action.kind === 'tools')
+        await act.runTurnTools({ trajectoryId, turn: state.turn, maxObservationChars: input.options.maxObservationChars });
       const repeats = result.actionKey === state.lastActionKey ? state.repeats + 1 : 1;
       state = {
-        ...state, turn: state.turn + 1, generatedTokens: state.generatedTokens + result.generatedTokens, repeats, lastActionKey: result.actionKey,
+        ...state,
+        turn: state.turn + 1,
+        generatedTokens: state.generatedTokens + result.generatedTokens,
+        repeats,
+        lastActionKey: result.actionKey,
         invalidSteps: state.invalidSteps + (action.kind === 'invalid' ? 1 : 0),
         versionsUsed: [...new Set([...state.versionsUsed, ...result.versions])].sort((a, b) => a - b),
       };
       lastAction = describeAction(result);
-      if (action.kind === 'answer') { answer = action.answer; stopReason = 'answered'; break; }
-      if (action.kind === 'invalid' && (input.options.onInvalid === 'stop' || state.invalidSteps >= input.limits.maxInvalidSteps)) { stopReason = 'invalid'; break; }
-      if (input.limits.maxRepeats > 0 && repeats >= input.limits.maxRepeats) { stopReason = 'repeated'; break; }
+      if (action.kind === 'answer') {
+        answer = action.answer;
+        stopReason = 'answered';
+        break;
+      }
+      if (action.kind === 'invalid' && (input.options.onInvalid === 'stop' || state.invalidSteps >= input.limits.maxInvalidSteps)) {
+        stopReason = 'invalid';
+        break;
+      }
+      if (input.limits.maxRepeats > 0 && repeats >= input.limits.maxRepeats) {
+        stopReason = 'repeated';
+        break;
+      }
       if (state.turn % 10 === 0) {
-        upsertSearchAttributes([{ key: searchAttributes.turns, value: state.turn }, { key: searchAttributes.policyVersion, value: state.policyVersion }]);
+        upsertSearchAttributes([
+          { key: searchAttributes.turns, value: state.turn },
+          { key: searchAttributes.policyVersion, value: state.policyVersion },
+        ]);
         setCurrentDetails(`turn ${state.turn} · ${state.generatedTokens} tokens · last: ${lastAction}`);
       }
       if (workflowInfo().continueAsNewSuggested) await continueAsNew<typeof trajectory>({ ...(raw as TrajectoryInput), carried: state });
@@ -136,23 +208,46 @@ export async function trajectory(raw: TrajectoryInput): Promise<TrajectoryResult
 
   async function finish(reason: StopReason, finalAnswer: string | null): Promise<TrajectoryResult> {
     const outcome = await act.finishTrajectory({
-      trajectoryId, question: input.question, answers: input.answers, questionId: input.questionId, dataset: input.dataset, runId: input.runId,
-      turns: state.turn, stopReason: reason, answer: finalAnswer, invalidSteps: state.invalidSteps, generatedTokens: state.generatedTokens,
-      versionsUsed: state.versionsUsed, rewardMetric: input.rewardMetric,
+      trajectoryId,
+      question: input.question,
+      answers: input.answers,
+      questionId: input.questionId,
+      dataset: input.dataset,
+      runId: input.runId,
+      turns: state.turn,
+      stopReason: reason,
+      answer: finalAnswer,
+      invalidSteps: state.invalidSteps,
+      generatedTokens: state.generatedTokens,
+      versionsUsed: state.versionsUsed,
+      rewardMetric: input.rewardMetric,
     });
     if (status === 'running') status = 'completed';
     upsertSearchAttributes([
-      { key: searchAttributes.status, value: status }, { key: searchAttributes.turns, value: state.turn },
-      { key: searchAttributes.reward, value: outcome.reward }, { key: searchAttributes.policyVersion, value: state.policyVersion },
+      { key: searchAttributes.status, value: status },
+      { key: searchAttributes.turns, value: state.turn },
+      { key: searchAttributes.reward, value: outcome.reward },
+      { key: searchAttributes.policyVersion, value: state.policyVersion },
     ]);
     setCurrentDetails(`${reason} after ${state.turn} turns · reward ${outcome.reward.toFixed(3)} · answer ${JSON.stringify(finalAnswer)}`);
     const result: TrajectoryResult = {
-      trajectoryId, turns: state.turn, stopReason: reason, answer: finalAnswer, reward: outcome.reward, rewardParts: outcome.rewardParts,
-      recordKey: outcome.recordKey, generatedTokens: state.generatedTokens, versionsUsed: state.versionsUsed,
+      trajectoryId,
+      turns: state.turn,
+      stopReason: reason,
+      answer: finalAnswer,
+      reward: outcome.reward,
+      rewardParts: outcome.rewardParts,
+      recordKey: outcome.recordKey,
+      generatedTokens: state.generatedTokens,
+      versionsUsed: state.versionsUsed,
     };
     if (input.reportTo) {
       try {
-        await getExternalWorkflowHandle(input.reportTo).signal(trajectoryFinishedSignal, { ...result, runId: input.runId, questionId: input.questionId });
+        await getExternalWorkflowHandle(input.reportTo).signal(trajectoryFinishedSignal, {
+          ...result,
+          runId: input.runId,
+          questionId: input.questionId,
+        });
       } catch {
         // The learner has closed (it finished its steps while this rollout ran): the record is saved, the trajectory succeeded.
       }

@@ -9,10 +9,23 @@ import type { BlobStore } from '../ports/blob-store.port.js';
 import { generatedTokenCount, type GenerateResult, type PolicyBackend } from '../ports/policy.port.js';
 import type { ParsedAction } from '../../workflows/contracts/trajectory.contract.js';
 import type { ToolActivities } from '../../workflows/contracts/tools.contract.js';
-import type { GenerateTurnInput, GenerateTurnResult, RunTurnToolsInput, ToolCallSummary } from '../../workflows/contracts/agent-turn.contract.js';
+import type {
+  GenerateTurnInput,
+  GenerateTurnResult,
+  RunTurnToolsInput,
+  ToolCallSummary,
+} from '../../workflows/contracts/agent-turn.contract.js';
 import { actionKey, parseAction } from './parse-action.js';
 import { buildPrompt, stopStrings } from './prompt.js';
-import { createContextLoader, readJson, transcriptKeys, writeJson, type GenerationRecord, type PartialGeneration, type ToolsRecord } from './transcript.js';
+import {
+  createContextLoader,
+  readJson,
+  transcriptKeys,
+  writeJson,
+  type GenerationRecord,
+  type PartialGeneration,
+  type ToolsRecord,
+} from './transcript.js';
 
 const SUMMARY_CHARS = 300;
 
@@ -64,22 +77,28 @@ export function createTurnGenerator({ blobs, backend }: AgentTurnDependencies) {
     const beat = setInterval(() => control.heartbeat({ turn }), 1000);
     let result: GenerateResult;
     try {
-      result = await backend.generate({
-        prompt,
-        maxNewTokens: Math.max(1, input.maxNewTokens - (partial?.tokenIds.length ?? 0)),
-        temperature: input.temperature,
-        seed: input.seed + turn,
-        stop: stopStrings(input.prompt),
-        ...(partial ? { prefixTokenIds: partial.tokenIds } : {}),
-        ...(input.forcedText !== undefined ? { forcedText: input.forcedText } : {}),
-      }, control.signal);
+      result = await backend.generate(
+        {
+          prompt,
+          maxNewTokens: Math.max(1, input.maxNewTokens - (partial?.tokenIds.length ?? 0)),
+          temperature: input.temperature,
+          seed: input.seed + turn,
+          stop: stopStrings(input.prompt),
+          ...(partial ? { prefixTokenIds: partial.tokenIds } : {}),
+          ...(input.forcedText !== undefined ? { forcedText: input.forcedText } : {}),
+        },
+        control.signal,
+      );
     } finally {
       clearInterval(beat);
     }
     if (result.finishReason === 'interrupted') {
       // Keep what was generated; the resubmitted activity continues after it under the new version.
       await writeJson(blobs, transcriptKeys.partial(id, turn), {
-        text: result.text, tokenIds: result.tokenIds, logprobs: result.logprobs, tokenVersions: result.tokenVersions,
+        text: result.text,
+        tokenIds: result.tokenIds,
+        logprobs: result.logprobs,
+        tokenVersions: result.tokenVersions,
         interruptions: (partial?.interruptions ?? 0) + 1,
       } satisfies PartialGeneration);
       throw new CancelledFailure('generation interrupted; partial output saved');
@@ -87,13 +106,30 @@ export function createTurnGenerator({ blobs, backend }: AgentTurnDependencies) {
     if (partial) {
       // The backend re-tags resumed tokens with its current version: restore what produced them.
       const kept = partial.tokenIds.length;
-      result = { ...result, tokenVersions: [...partial.tokenVersions, ...result.tokenVersions.slice(kept)], logprobs: [...partial.logprobs, ...result.logprobs.slice(kept)] };
+      result = {
+        ...result,
+        tokenVersions: [...partial.tokenVersions, ...result.tokenVersions.slice(kept)],
+        logprobs: [...partial.logprobs, ...result.logprobs.slice(kept)],
+      };
     }
-    const action = parseAction(result.text, { protocol: input.prompt.protocol, tools: input.prompt.tools, maxCallsPerTurn: input.maxCallsPerTurn });
+    const action = parseAction(result.text, {
+      protocol: input.prompt.protocol,
+      tools: input.prompt.tools,
+      maxCallsPerTurn: input.maxCallsPerTurn,
+    });
     const record: GenerationRecord = {
-      turn, text: result.text, promptChars: prompt.length, promptTokenIds: result.promptTokenIds, tokenIds: result.tokenIds,
-      logprobs: result.logprobs, tokenVersions: result.tokenVersions, policyVersion: result.policyVersion,
-      finishReason: result.finishReason, action, interruptions: partial?.interruptions ?? 0, ...(result.untrainable ? { untrainable: result.untrainable } : {}),
+      turn,
+      text: result.text,
+      promptChars: prompt.length,
+      promptTokenIds: result.promptTokenIds,
+      tokenIds: result.tokenIds,
+      logprobs: result.logprobs,
+      tokenVersions: result.tokenVersions,
+      policyVersion: result.policyVersion,
+      finishReason: result.finishReason,
+      action,
+      interruptions: partial?.interruptions ?? 0,
+      ...(result.untrainable ? { untrainable: result.untrainable } : {}),
     };
     await writeJson(blobs, transcriptKeys.generation(id, turn), record);
     return summarizeGeneration(record);
@@ -119,14 +155,24 @@ export function createTurnToolActivities({ blobs, tools }: { blobs: BlobStore; t
       let record = await readJson<ToolsRecord>(blobs, key);
       if (!record) {
         const generation = await readJson<GenerationRecord>(blobs, transcriptKeys.generation(input.trajectoryId, input.turn));
-        if (!generation || generation.action.kind !== 'tools') throw new Error(`turn ${input.turn} of ${input.trajectoryId} has no tool calls to run`);
-        const results = await tools.runTools({ key: `${input.trajectoryId}/turn-${input.turn}`, calls: generation.action.calls, maxObservationChars: input.maxObservationChars });
+        if (!generation || generation.action.kind !== 'tools')
+          throw new Error(`turn ${input.turn} of ${input.trajectoryId} has no tool calls to run`);
+        const results = await tools.runTools({
+          key: `${input.trajectoryId}/turn-${input.turn}`,
+          calls: generation.action.calls,
+          maxObservationChars: input.maxObservationChars,
+        });
         record = { turn: input.turn, results };
         await writeJson(blobs, key, record);
       }
       return record.results.map((result) => ({
-        tool: result.tool, ok: result.ok, invalid: result.invalid, truncated: result.truncated,
-        latencyMs: result.latencyMs, cacheHit: result.cacheHit, documentIds: result.documentIds.slice(0, 20),
+        tool: result.tool,
+        ok: result.ok,
+        invalid: result.invalid,
+        truncated: result.truncated,
+        latencyMs: result.latencyMs,
+        cacheHit: result.cacheHit,
+        documentIds: result.documentIds.slice(0, 20),
       }));
     },
   };

@@ -26,8 +26,8 @@ export interface FinishDependencies {
 async function judged(judge: Judge | undefined, input: FinishTrajectoryInput): Promise<JudgeOutcome> {
   if (!judge) {
     throw ApplicationFailure.nonRetryable(
-      'finishTrajectory: rewardMetric "judge" needs an LLM judge and this agent worker has none: set LONGHAUL_JUDGE_BASE_URL '
-      + '(or LONGHAUL_OPENAI_BASE_URL) to an OpenAI-compatible /v1 endpoint and restart the agent worker, or use rewardMetric "f1", "em" or "cover_em"',
+      'finishTrajectory: rewardMetric "judge" needs an LLM judge and this agent worker has none: set LONGHAUL_JUDGE_BASE_URL ' +
+        '(or LONGHAUL_OPENAI_BASE_URL) to an OpenAI-compatible /v1 endpoint and restart the agent worker, or use rewardMetric "f1", "em" or "cover_em"',
       errorTypes.invalidInput,
     );
   }
@@ -38,9 +38,15 @@ async function judged(judge: Judge | undefined, input: FinishTrajectoryInput): P
     const refused = LonghaulError.is(error) && !error.retryable;
     const where = `the judge (model ${JSON.stringify(judge.model)} at ${judge.baseUrl})`;
     if (refused) {
-      throw ApplicationFailure.nonRetryable(`finishTrajectory: ${where} refused the request: ${message}. Check LONGHAUL_JUDGE_MODEL and LONGHAUL_JUDGE_API_KEY`, errorTypes.invalidInput);
+      throw ApplicationFailure.nonRetryable(
+        `finishTrajectory: ${where} refused the request: ${message}. Check LONGHAUL_JUDGE_MODEL and LONGHAUL_JUDGE_API_KEY`,
+        errorTypes.invalidInput,
+      );
     }
-    throw ApplicationFailure.retryable(`finishTrajectory: ${where} is unreachable or failing: ${message}. Retrying; nothing is recorded until it answers`, errorTypes.unavailable);
+    throw ApplicationFailure.retryable(
+      `finishTrajectory: ${where} is unreachable or failing: ${message}. Retrying; nothing is recorded until it answers`,
+      errorTypes.unavailable,
+    );
   }
 }
 
@@ -48,12 +54,16 @@ async function readTurns(blobs: BlobStore, id: string, turns: number) {
   const out: { generation: GenerationRecord; tools?: ToolsRecord }[] = [];
   for (let start = 0; start < turns; start += 32) {
     const batch = Array.from({ length: Math.min(32, turns - start) }, (_, index) => start + index);
-    out.push(...(await Promise.all(batch.map(async (turn) => {
-      const generation = await readJson<GenerationRecord>(blobs, transcriptKeys.generation(id, turn));
-      if (!generation) throw new Error(`record of ${id}: generation of turn ${turn} is missing`);
-      const tools = generation.action.kind === 'tools' ? await readJson<ToolsRecord>(blobs, transcriptKeys.tools(id, turn)) : undefined;
-      return tools ? { generation, tools } : { generation };
-    }))));
+    out.push(
+      ...(await Promise.all(
+        batch.map(async (turn) => {
+          const generation = await readJson<GenerationRecord>(blobs, transcriptKeys.generation(id, turn));
+          if (!generation) throw new Error(`record of ${id}: generation of turn ${turn} is missing`);
+          const tools = generation.action.kind === 'tools' ? await readJson<ToolsRecord>(blobs, transcriptKeys.tools(id, turn)) : undefined;
+          return tools ? { generation, tools } : { generation };
+        }),
+      )),
+    );
   }
   return out;
 }
@@ -64,38 +74,82 @@ export function createFinishActivities({ blobs, trajectories, judge }: FinishDep
       const existing = await trajectories.get(input.trajectoryId);
       if (existing) return { reward: existing.reward, rewardParts: existing.rewardParts, recordKey: existing.recordKey, written: false };
       const turns = await readTurns(blobs, input.trajectoryId, input.turns);
-      const { parts, errors } = scoreAnswer(input.answer, input.answers, { turns: input.turns, invalidSteps: input.invalidSteps, answered: input.answer !== null });
+      const { parts, errors } = scoreAnswer(input.answer, input.answers, {
+        turns: input.turns,
+        invalidSteps: input.invalidSteps,
+        answered: input.answer !== null,
+      });
       const judgement = input.rewardMetric === 'judge' ? await judged(judge, input) : undefined;
       if (judgement) {
         parts.judge = judgement.score;
         if (judgement.error) errors.judge = judgement.error;
       }
-      const reward = input.answers.length === 0 ? 0 : parts[input.rewardMetric] ?? 0;
+      const reward = input.answers.length === 0 ? 0 : (parts[input.rewardMetric] ?? 0);
       const recordKey = transcriptKeys.record(input.trajectoryId);
       const candidate: TrajectoryRecord = {
-        schema: trajectoryRecordSchemaName, trajectoryId: input.trajectoryId, runId: input.runId, dataset: input.dataset, questionId: input.questionId,
-        question: input.question, answers: [...input.answers], answer: input.answer, stopReason: input.stopReason, turns: input.turns,
-        invalidSteps: input.invalidSteps, generatedTokens: input.generatedTokens, versionsUsed: [...input.versionsUsed], rewardMetric: input.rewardMetric,
-        reward, rewardParts: parts, rewardErrors: errors, ...(judgement ? { judge: { ...judgement, messages: judgement.messages && [...judgement.messages] } } : {}),
+        schema: trajectoryRecordSchemaName,
+        trajectoryId: input.trajectoryId,
+        runId: input.runId,
+        dataset: input.dataset,
+        questionId: input.questionId,
+        question: input.question,
+        answers: [...input.answers],
+        answer: input.answer,
+        stopReason: input.stopReason,
+        turns: input.turns,
+        invalidSteps: input.invalidSteps,
+        generatedTokens: input.generatedTokens,
+        versionsUsed: [...input.versionsUsed],
+        rewardMetric: input.rewardMetric,
+        reward,
+        rewardParts: parts,
+        rewardErrors: errors,
+        ...(judgement ? { judge: { ...judgement, messages: judgement.messages && [...judgement.messages] } } : {}),
         // False when some turn's server returned no token ids or logprobs (see GenerateResult.untrainable).
         trainable: turns.every(({ generation }) => generation.untrainable === undefined),
         turnRecords: turns.map(({ generation, tools }) => ({
-          turn: generation.turn, policyVersion: generation.policyVersion, tokenVersions: [...generation.tokenVersions],
-          promptTokenIds: [...generation.promptTokenIds], tokenIds: [...generation.tokenIds],
+          turn: generation.turn,
+          policyVersion: generation.policyVersion,
+          tokenVersions: [...generation.tokenVersions],
+          promptTokenIds: [...generation.promptTokenIds],
+          tokenIds: [...generation.tokenIds],
           // JSON has no NaN or Infinity (it would write null anyway): say so explicitly; the trainer refuses such a turn.
           logprobs: generation.logprobs.map((logprob) => (Number.isFinite(logprob) ? logprob : null)),
-          text: generation.text, action: generation.action, finishReason: generation.finishReason, interruptions: generation.interruptions,
+          text: generation.text,
+          action: generation.action,
+          finishReason: generation.finishReason,
+          interruptions: generation.interruptions,
           ...(generation.untrainable ? { untrainable: { ...generation.untrainable, missing: [...generation.untrainable.missing] } } : {}),
-          tools: (tools?.results ?? []).map((result) => ({ tool: result.tool, ok: result.ok, invalid: result.invalid, latencyMs: result.latencyMs, cacheHit: result.cacheHit, truncated: result.truncated, documentIds: [...result.documentIds] })),
+          tools: (tools?.results ?? []).map((result) => ({
+            tool: result.tool,
+            ok: result.ok,
+            invalid: result.invalid,
+            latencyMs: result.latencyMs,
+            cacheHit: result.cacheHit,
+            truncated: result.truncated,
+            documentIds: [...result.documentIds],
+          })),
         })),
       };
       // Validated before it is written: the record is immutable, a malformed one must never reach the trainer.
       const record = parseActivityInput('finishTrajectory: trajectory record', trajectoryRecordSchema, candidate);
       await blobs.put(recordKey, JSON.stringify(record), 'application/json');
       const written = await trajectories.insert({
-        trajectoryId: input.trajectoryId, runId: input.runId, dataset: input.dataset, questionId: input.questionId, question: input.question,
-        answer: input.answer, gold: input.answers, reward, rewardParts: parts, stopReason: input.stopReason, turns: input.turns,
-        invalidSteps: input.invalidSteps, generatedTokens: input.generatedTokens, versions: [...input.versionsUsed], recordKey,
+        trajectoryId: input.trajectoryId,
+        runId: input.runId,
+        dataset: input.dataset,
+        questionId: input.questionId,
+        question: input.question,
+        answer: input.answer,
+        gold: input.answers,
+        reward,
+        rewardParts: parts,
+        stopReason: input.stopReason,
+        turns: input.turns,
+        invalidSteps: input.invalidSteps,
+        generatedTokens: input.generatedTokens,
+        versions: [...input.versionsUsed],
+        recordKey,
       });
       return { reward, rewardParts: parts, recordKey, written };
     },

@@ -5,12 +5,17 @@ import { actionKey, parseAction, type ParseOptions } from './parse-action.js';
 const tags: ParseOptions = { protocol: 'tags', tools: ['search', 'access', 'answer'], maxCallsPerTurn: 1 };
 
 test('a search call after thinking parses to one tool call', () => {
-  assert.deepEqual(parseAction('<think>I should look it up <answer>no</answer></think>\n<search> capital of Peru </search>', tags),
-    { kind: 'tools', calls: [{ tool: 'search', input: { query: 'capital of Peru' } }] });
+  assert.deepEqual(parseAction('<think>I should look it up <answer>no</answer></think>\n<search> capital of Peru </search>', tags), {
+    kind: 'tools',
+    calls: [{ tool: 'search', input: { query: 'capital of Peru' } }],
+  });
 });
 
 test('access and answer parse to their inputs', () => {
-  assert.deepEqual(parseAction('<access>doc-17</access>', tags), { kind: 'tools', calls: [{ tool: 'access', input: { target: 'doc-17' } }] });
+  assert.deepEqual(parseAction('<access>doc-17</access>', tags), {
+    kind: 'tools',
+    calls: [{ tool: 'access', input: { target: 'doc-17' } }],
+  });
   assert.deepEqual(parseAction('<answer> Lima </answer>', tags), { kind: 'answer', answer: 'Lima' });
 });
 
@@ -35,14 +40,25 @@ test('100 kB of garbage is an invalid step, not a crash, and its reason stays sh
 });
 
 test('parallel calls are allowed up to maxCallsPerTurn', () => {
-  assert.deepEqual(parseAction('<search>a</search> <search>b</search>', { ...tags, maxCallsPerTurn: 2 }),
-    { kind: 'tools', calls: [{ tool: 'search', input: { query: 'a' } }, { tool: 'search', input: { query: 'b' } }] });
+  assert.deepEqual(parseAction('<search>a</search> <search>b</search>', { ...tags, maxCallsPerTurn: 2 }), {
+    kind: 'tools',
+    calls: [
+      { tool: 'search', input: { query: 'a' } },
+      { tool: 'search', input: { query: 'b' } },
+    ],
+  });
 });
 
 test('json protocol parses tool_call blocks and rejects broken JSON', () => {
   const json: ParseOptions = { ...tags, protocol: 'json' };
-  assert.deepEqual(parseAction('<tool_call>{"name":"search","arguments":{"query":"x"}}</tool_call>', json), { kind: 'tools', calls: [{ tool: 'search', input: { query: 'x' } }] });
-  assert.deepEqual(parseAction('<tool_call>{"name":"answer","arguments":{"answer":"Lima"}}</tool_call>', json), { kind: 'answer', answer: 'Lima' });
+  assert.deepEqual(parseAction('<tool_call>{"name":"search","arguments":{"query":"x"}}</tool_call>', json), {
+    kind: 'tools',
+    calls: [{ tool: 'search', input: { query: 'x' } }],
+  });
+  assert.deepEqual(parseAction('<tool_call>{"name":"answer","arguments":{"answer":"Lima"}}</tool_call>', json), {
+    kind: 'answer',
+    answer: 'Lima',
+  });
   assert.deepEqual(parseAction('<tool_call>{name:search}</tool_call>', json), { kind: 'invalid', reason: 'tool call is not valid JSON' });
   assert.deepEqual(parseAction('<tool_call>{"name":"search"', json), { kind: 'invalid', reason: 'unclosed <tool_call>' });
 });

@@ -38,7 +38,8 @@ export function parseAction(text: string, options: ParseOptions): ParsedAction {
     const answer = String((answers[0]!.input as { answer?: unknown }).answer ?? '').trim();
     return answer ? { kind: 'answer', answer } : invalid('empty answer');
   }
-  if (calls.length > options.maxCallsPerTurn) return invalid(`two actions in one turn: ${calls.length} tool calls, at most ${options.maxCallsPerTurn} allowed`);
+  if (calls.length > options.maxCallsPerTurn)
+    return invalid(`two actions in one turn: ${calls.length} tool calls, at most ${options.maxCallsPerTurn} allowed`);
   return { kind: 'tools', calls };
 }
 
@@ -64,7 +65,8 @@ function parseTags(text: string, tools: readonly string[]): { calls: ToolCall[] 
     const body = visible.slice(match.index + match[0].length, close).trim();
     tag.lastIndex = close + name.length + 3;
     if (name === 'answer') calls.push({ tool: 'answer', input: { answer: body } });
-    else if (TAG_INPUT[name] || tools.includes(name)) calls.push({ tool: name, input: (TAG_INPUT[name] ?? ((value: string) => ({ input: value })))(body) });
+    else if (TAG_INPUT[name] || tools.includes(name))
+      calls.push({ tool: name, input: (TAG_INPUT[name] ?? ((value: string) => ({ input: value })))(body) });
     else calls.push({ tool: name, input: { input: body } });
   }
   return { calls };
@@ -92,7 +94,12 @@ function parseJsonCalls(text: string): { calls: ToolCall[] } | { reason: string 
 
 /** A short stable key of an action, for repeat detection. */
 export function actionKey(action: ParsedAction): string {
-  const text = action.kind === 'tools' ? JSON.stringify(action.calls) : action.kind === 'answer' ? `answer:${action.answer}` : `invalid:${action.reason}`;
+  const text =
+    action.kind === 'tools'
+      ? JSON.stringify(action.calls)
+      : action.kind === 'answer'
+        ? `answer:${action.answer}`
+        : `invalid:${action.reason}`;
   let hash = 2166136261;
   for (let index = 0; index < text.length; index += 1) hash = Math.imul(hash ^ text.charCodeAt(index), 16777619) >>> 0;
   return `${action.kind}:${hash.toString(16)}`;

@@ -62,7 +62,9 @@ export const turnRecordSchema = z.object({
   /** How many times the generation was interrupted and resumed. */
   interruptions: z.number().int().min(0),
   /** Present when the server sent no token ids or logprobs for this turn: what is missing and how its tokens were counted. */
-  untrainable: z.object({ missing: z.array(z.enum(trainingFields)), generatedTokens: z.number().int().min(0), countedFrom: z.enum(tokenCountSources) }).optional(),
+  untrainable: z
+    .object({ missing: z.array(z.enum(trainingFields)), generatedTokens: z.number().int().min(0), countedFrom: z.enum(tokenCountSources) })
+    .optional(),
   tools: z.array(toolCallSummarySchema),
 });
 
@@ -98,7 +100,9 @@ export type TurnRecord = z.infer<typeof turnRecordSchema>;
 export type TrajectoryRecord = z.infer<typeof trajectoryRecordSchema>;
 
 /** What training reads of a record (RL samples and the warm start's SFT samples): tokens, logprobs, versions, reward, group. */
-export const trainingRecordSchema = trajectoryRecordSchema.pick({ trajectoryId: true, runId: true, questionId: true, reward: true }).extend({
-  turnRecords: z.array(turnRecordSchema.pick({ turn: true, promptTokenIds: true, tokenIds: true, logprobs: true, tokenVersions: true })),
-});
+export const trainingRecordSchema = trajectoryRecordSchema
+  .pick({ trajectoryId: true, runId: true, questionId: true, reward: true })
+  .extend({
+    turnRecords: z.array(turnRecordSchema.pick({ turn: true, promptTokenIds: true, tokenIds: true, logprobs: true, tokenVersions: true })),
+  });
 export type TrainingRecord = z.infer<typeof trainingRecordSchema>;

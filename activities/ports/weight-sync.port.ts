@@ -18,4 +18,3 @@ export interface ReloadablePolicy {
   /** Open `version` and serve it from now on; running generations finish on the old one. */
   reload(version: number): Promise<{ previous: number | null; reloaded: boolean }>;
 }
-

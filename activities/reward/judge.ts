@@ -19,8 +19,9 @@ export function judgeMessages(question: string, golds: readonly string[], predic
   return [
     {
       role: 'system',
-      content: 'You grade answers to questions. Decide whether the predicted answer means the same as any gold answer. '
-        + 'Reply with exactly one line: "VERDICT: CORRECT" or "VERDICT: INCORRECT".',
+      content:
+        'You grade answers to questions. Decide whether the predicted answer means the same as any gold answer. ' +
+        'Reply with exactly one line: "VERDICT: CORRECT" or "VERDICT: INCORRECT".',
     },
     {
       role: 'user',
@@ -57,13 +58,24 @@ export interface JudgeOutcome {
 const judgeMaxTokens = 16;
 
 /** Grade `prediction`; throws when the judge cannot be reached or refuses the request (see the file comment). */
-export async function judgeAnswer(judge: Judge, question: string, golds: readonly string[], prediction: string | null): Promise<JudgeOutcome> {
+export async function judgeAnswer(
+  judge: Judge,
+  question: string,
+  golds: readonly string[],
+  prediction: string | null,
+): Promise<JudgeOutcome> {
   if (prediction === null) return { score: 0, verdict: 'no answer', error: 'no answer to judge' };
   const messages = judgeMessages(question, golds, prediction);
   const result = await judge.backend.generate({ prompt: '', messages, maxNewTokens: judgeMaxTokens, temperature: 0 });
   const reply = result.text.slice(0, 500);
   const verdict = parseVerdict(result.text);
   const asked = { model: judge.model, baseUrl: judge.baseUrl, messages, reply };
-  if (verdict === null) return { score: 0, verdict: 'none', error: 'judge reply has no verdict (expected "VERDICT: CORRECT" or "VERDICT: INCORRECT")', ...asked };
+  if (verdict === null)
+    return {
+      score: 0,
+      verdict: 'none',
+      error: 'judge reply has no verdict (expected "VERDICT: CORRECT" or "VERDICT: INCORRECT")',
+      ...asked,
+    };
   return { score: verdict, verdict: verdict === 1 ? 'correct' : 'incorrect', ...asked };
 }

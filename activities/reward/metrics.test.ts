@@ -41,7 +41,9 @@ test('the judge verdict parser reads CORRECT and INCORRECT and nothing else', ()
 
 function judgeReplying(reply: () => Promise<string>, asked: unknown[] = []): Judge {
   const backend: PolicyBackend = {
-    name: 'openai', currentVersion: async () => 0, capabilities: async () => ({ tokenIds: false, logprobs: false, detail: 'judge' }),
+    name: 'openai',
+    currentVersion: async () => 0,
+    capabilities: async () => ({ tokenIds: false, logprobs: false, detail: 'judge' }),
     generate: async (request) => {
       asked.push(request);
       const text = await reply();
@@ -53,20 +55,50 @@ function judgeReplying(reply: () => Promise<string>, asked: unknown[] = []): Jud
 
 test('the judge scores its verdict, records model, messages and reply, and a reply without a verdict scores 0 with the reason', async () => {
   const asked: unknown[] = [];
-  const correct = await judgeAnswer(judgeReplying(async () => 'VERDICT: CORRECT', asked), 'Capital of Peru?', ['Lima'], 'lima');
+  const correct = await judgeAnswer(
+    judgeReplying(async () => 'VERDICT: CORRECT', asked),
+    'Capital of Peru?',
+    ['Lima'],
+    'lima',
+  );
   assert.equal(correct.score, 1);
   assert.equal(correct.verdict, 'correct');
   assert.equal(correct.model, 'judge-model');
   assert.deepEqual(correct.messages, judgeMessages('Capital of Peru?', ['Lima'], 'lima'));
-  assert.deepEqual(asked, [{ prompt: '', messages: judgeMessages('Capital of Peru?', ['Lima'], 'lima'), maxNewTokens: 16, temperature: 0 }]);
-  const garbage = await judgeAnswer(judgeReplying(async () => 'the weather is nice'), 'q', ['a'], 'b');
+  assert.deepEqual(asked, [
+    { prompt: '', messages: judgeMessages('Capital of Peru?', ['Lima'], 'lima'), maxNewTokens: 16, temperature: 0 },
+  ]);
+  const garbage = await judgeAnswer(
+    judgeReplying(async () => 'the weather is nice'),
+    'q',
+    ['a'],
+    'b',
+  );
   assert.deepEqual([garbage.score, garbage.verdict, garbage.reply], [0, 'none', 'the weather is nice']);
   assert.match(garbage.error ?? '', /no verdict/);
 });
 
 test('the judge is not asked without an answer, and a failing judge throws instead of scoring 0', async () => {
   const asked: unknown[] = [];
-  assert.deepEqual(await judgeAnswer(judgeReplying(async () => 'VERDICT: CORRECT', asked), 'q', ['a'], null), { score: 0, verdict: 'no answer', error: 'no answer to judge' });
+  assert.deepEqual(
+    await judgeAnswer(
+      judgeReplying(async () => 'VERDICT: CORRECT', asked),
+      'q',
+      ['a'],
+      null,
+    ),
+    { score: 0, verdict: 'no answer', error: 'no answer to judge' },
+  );
   assert.equal(asked.length, 0);
-  await assert.rejects(judgeAnswer(judgeReplying(async () => { throw new Error('connection refused'); }), 'q', ['a'], 'a'), /connection refused/);
+  await assert.rejects(
+    judgeAnswer(
+      judgeReplying(async () => {
+        throw new Error('connection refused');
+      }),
+      'q',
+      ['a'],
+      'a',
+    ),
+    /connection refused/,
+  );
 });

@@ -8,7 +8,8 @@ import type { RewardMetric } from '../../workflows/contracts/trajectory.contract
 export function normalizeAnswer(text: string): string {
   return text
     .toLowerCase()
-    .normalize('NFKD').replace(/[\u0300-\u036f]/g, '')
+    .normalize('NFKD')
+    .replace(/[\u0300-\u036f]/g, '')
     .replace(/[^\p{L}\p{N}\s]/gu, ' ')
     .replace(/\b(a|an|the)\b/g, ' ')
     .replace(/\s+/g, ' ')
@@ -54,7 +55,9 @@ export function coverExactMatch(prediction: string, golds: readonly string[]): n
   return golds.some((gold) => {
     const target = normalizeAnswer(gold);
     return target.length > 0 && normalized.includes(` ${target} `);
-  }) ? 1 : 0;
+  })
+    ? 1
+    : 0;
 }
 
 export interface FormatStats {

@@ -22,7 +22,8 @@ export function createAccessTool(engine: SearchEngine, options: AccessToolOption
   });
   return {
     name: 'access',
-    description: 'Read a document (by id from search results) or a web page (by URL), one page at a time; the reply says how many pages there are.',
+    description:
+      'Read a document (by id from search results) or a web page (by URL), one page at a time; the reply says how many pages there are.',
     inputSchema,
     successCriterion: 'the page exists and has text',
     cacheable: true,
@@ -32,10 +33,18 @@ export function createAccessTool(engine: SearchEngine, options: AccessToolOption
       const found = await engine.page(input.target, page);
       if (!found) {
         const first = page === 1 ? null : await engine.page(input.target, 1);
-        throw new ToolFailure(first ? `Document ${input.target} has ${first.pages} pages; page ${page} does not exist.` : `No document with id "${input.target}".`);
+        throw new ToolFailure(
+          first
+            ? `Document ${input.target} has ${first.pages} pages; page ${page} does not exist.`
+            : `No document with id "${input.target}".`,
+        );
       }
-      const text = found.text.length > pageChars ? `${found.text.slice(0, pageChars)}\n[… page cut at ${pageChars} characters]` : found.text;
-      return { observation: `${found.title} (id: ${found.documentId}) — page ${found.page} of ${found.pages}\n${text}`, documentIds: [found.documentId] };
+      const text =
+        found.text.length > pageChars ? `${found.text.slice(0, pageChars)}\n[… page cut at ${pageChars} characters]` : found.text;
+      return {
+        observation: `${found.title} (id: ${found.documentId}) — page ${found.page} of ${found.pages}\n${text}`,
+        documentIds: [found.documentId],
+      };
     },
     judge: (output) => output.observation.trim() !== '',
   };
@@ -47,5 +56,8 @@ async function accessUrl(url: string, page: number, pageChars: number, fetcher: 
   const pages = Math.max(1, Math.ceil(fetched.text.length / pageChars));
   if (page > pages) throw new ToolFailure(`${url} has ${pages} pages; page ${page} does not exist.`);
   const text = fetched.text.slice((page - 1) * pageChars, page * pageChars);
-  return { observation: `${fetched.title || fetched.url} (${fetched.url}) — page ${page} of ${pages}\n${text}`, documentIds: [fetched.url] };
+  return {
+    observation: `${fetched.title || fetched.url} (${fetched.url}) — page ${page} of ${pages}\n${text}`,
+    documentIds: [fetched.url],
+  };
 }

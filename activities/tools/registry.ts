@@ -47,7 +47,8 @@ export class ToolRegistry {
 
   constructor(plugins: readonly AnyToolPlugin[]) {
     for (const plugin of plugins) {
-      if (!/^[a-z][a-z0-9_]*$/.test(plugin.name)) throw new Error(`tool name "${plugin.name}" must be lowercase letters, digits and underscores`);
+      if (!/^[a-z][a-z0-9_]*$/.test(plugin.name))
+        throw new Error(`tool name "${plugin.name}" must be lowercase letters, digits and underscores`);
       if (this.plugins.has(plugin.name)) throw new Error(`tool "${plugin.name}" is registered twice`);
       this.plugins.set(plugin.name, plugin);
     }
@@ -82,7 +83,11 @@ function normaliseValue(value: unknown): unknown {
   if (typeof value === 'string') return value.trim().replace(/\s+/g, ' ');
   if (Array.isArray(value)) return value.map(normaliseValue);
   if (value !== null && typeof value === 'object') {
-    return Object.fromEntries(Object.keys(value).sort().map((key) => [key, normaliseValue((value as Record<string, unknown>)[key])]));
+    return Object.fromEntries(
+      Object.keys(value)
+        .sort()
+        .map((key) => [key, normaliseValue((value as Record<string, unknown>)[key])]),
+    );
   }
   return value;
 }

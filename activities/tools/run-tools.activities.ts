@@ -28,8 +28,14 @@ const runToolsSchema = z.object({
 });
 const memoSchema = z.object({ ok: z.boolean(), observation: z.string(), documentIds: z.array(z.string()) });
 const turnResultSchema = z.object({
-  tool: z.string(), ok: z.boolean(), invalid: z.boolean(), observation: z.string(), truncated: z.boolean(),
-  latencyMs: z.number(), cacheHit: z.boolean(), documentIds: z.array(z.string()),
+  tool: z.string(),
+  ok: z.boolean(),
+  invalid: z.boolean(),
+  observation: z.string(),
+  truncated: z.boolean(),
+  latencyMs: z.number(),
+  cacheHit: z.boolean(),
+  documentIds: z.array(z.string()),
 });
 
 /** Cuts text to `limit` characters with a marker saying how much was left out. */
@@ -52,29 +58,55 @@ export function createToolActivities(deps: ToolActivityDependencies): ToolActivi
     const startedAt = performance.now();
     const finish = (fields: Omit<ToolResult, 'latencyMs' | 'truncated' | 'tool'>): ToolResult => {
       const { text, truncated } = truncateObservation(fields.observation, limit);
-      return { tool: call.tool, ...fields, observation: text, truncated, latencyMs: Math.round((performance.now() - startedAt) * 1000) / 1000 };
+      return {
+        tool: call.tool,
+        ...fields,
+        observation: text,
+        truncated,
+        latencyMs: Math.round((performance.now() - startedAt) * 1000) / 1000,
+      };
     };
     const plugin = deps.registry.get(call.tool);
     if (!plugin) {
-      return finish({ ok: false, invalid: true, cacheHit: false, documentIds: [], observation: `Error: unknown tool "${call.tool}" (tools: ${deps.registry.names().join(', ')}).` });
+      return finish({
+        ok: false,
+        invalid: true,
+        cacheHit: false,
+        documentIds: [],
+        observation: `Error: unknown tool "${call.tool}" (tools: ${deps.registry.names().join(', ')}).`,
+      });
     }
     const parsed = plugin.inputSchema.safeParse(call.input);
     if (!parsed.success) {
       const issue = parsed.error.issues[0]!;
-      return finish({ ok: false, invalid: true, cacheHit: false, documentIds: [], observation: `Error: invalid input for ${call.tool}: ${issue.path.join('.') || 'input'}: ${issue.message}` });
+      return finish({
+        ok: false,
+        invalid: true,
+        cacheHit: false,
+        documentIds: [],
+        observation: `Error: invalid input for ${call.tool}: ${issue.path.join('.') || 'input'}: ${issue.message}`,
+      });
     }
     const cacheKey = plugin.cacheable ? (plugin.cacheKey?.(parsed.data) ?? defaultCacheKey(parsed.data)) : null;
     const cached = cacheKey === null ? null : await deps.store.cacheGet(plugin.name, cacheKey).catch(() => null);
-    if (cached) return finish({ ok: cached.ok, invalid: false, cacheHit: true, documentIds: cached.documentIds, observation: cached.observation });
+    if (cached)
+      return finish({ ok: cached.ok, invalid: false, cacheHit: true, documentIds: cached.documentIds, observation: cached.observation });
     let result: CachedToolResult;
     try {
       const output = await plugin.execute(parsed.data);
       result = { ok: plugin.judge(output), observation: output.observation, documentIds: [...(output.documentIds ?? [])] };
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
-      result = { ok: false, observation: error instanceof ToolFailure ? message : `Error: ${call.tool} failed: ${message}`, documentIds: [] };
+      result = {
+        ok: false,
+        observation: error instanceof ToolFailure ? message : `Error: ${call.tool} failed: ${message}`,
+        documentIds: [],
+      };
     }
-    if (cacheKey !== null && result.ok && cacheTtlMs > 0) await deps.store.cachePut(plugin.name, cacheKey, result, cacheTtlMs).catch((error: Error) => log(`[tools] cache write failed: ${error.message}`));
+    if (cacheKey !== null && result.ok && cacheTtlMs > 0)
+      await deps.store
+        .cachePut(plugin.name, cacheKey, result, cacheTtlMs)
+        .catch((error: Error) => log(`[tools] cache write failed: ${error.message}`));
     return finish({ ...result, invalid: false, cacheHit: false });
   }
 
@@ -87,7 +119,13 @@ export function createToolActivities(deps: ToolActivityDependencies): ToolActivi
       const limit = input.maxObservationChars ?? 5000;
       const results = await Promise.all(input.calls.map((call) => runOne(call, limit)));
       const rows: ToolCallRow[] = results.map((result, index) => ({
-        tool: result.tool, turnKey: input.key, callIndex: index, ok: result.ok, invalid: result.invalid, cacheHit: result.cacheHit, latencyMs: result.latencyMs,
+        tool: result.tool,
+        turnKey: input.key,
+        callIndex: index,
+        ok: result.ok,
+        invalid: result.invalid,
+        cacheHit: result.cacheHit,
+        latencyMs: result.latencyMs,
       }));
       await deps.store.record(rows).catch((error: Error) => log(`[tools] stats write failed: ${error.message}`));
       const memoValue = memoSchema.parse({ ok: true, observation: JSON.stringify(results), documentIds: [] });

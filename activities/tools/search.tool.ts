@@ -18,7 +18,13 @@ export function createSearchTool(engine: SearchEngine, options: SearchToolOption
   const hitChars = options.hitChars ?? 1000;
   const inputSchema = z.strictObject({
     query: z.string().trim().min(1).max(500).describe('What to search for: keywords or a question.'),
-    k: z.number().int().min(1).max(maxK).optional().describe(`How many passages to return (1-${maxK}, default ${options.defaultK ?? 5}).`),
+    k: z
+      .number()
+      .int()
+      .min(1)
+      .max(maxK)
+      .optional()
+      .describe(`How many passages to return (1-${maxK}, default ${options.defaultK ?? 5}).`),
   });
   return {
     name: 'search',
@@ -30,10 +36,12 @@ export function createSearchTool(engine: SearchEngine, options: SearchToolOption
     async execute(input) {
       const hits = await engine.search(input.query, input.k ?? options.defaultK ?? 5);
       if (hits.length === 0) return { observation: `No results for "${input.query}".`, documentIds: [] };
-      const observation = hits.map((hit, index) => {
-        const text = hit.text.length > hitChars ? `${hit.text.slice(0, hitChars)}…` : hit.text;
-        return `Doc ${index + 1} (id: ${hit.documentId}, page ${hit.page}) ${hit.title}\n${text}`;
-      }).join('\n\n');
+      const observation = hits
+        .map((hit, index) => {
+          const text = hit.text.length > hitChars ? `${hit.text.slice(0, hitChars)}…` : hit.text;
+          return `Doc ${index + 1} (id: ${hit.documentId}, page ${hit.page}) ${hit.title}\n${text}`;
+        })
+        .join('\n\n');
       return { observation, documentIds: [...new Set(hits.map((hit) => hit.documentId))] };
     },
     judge: (output) => (output.documentIds?.length ?? 0) > 0,

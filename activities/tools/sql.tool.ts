@@ -7,14 +7,20 @@ import { z } from 'zod';
 import type { ReadOnlySql } from '../ports/search.port.js';
 import type { ToolPlugin } from './registry.js';
 
-export interface SqlToolInput { readonly query: string }
+export interface SqlToolInput {
+  readonly query: string;
+}
 
 export function createSqlTool(database: ReadOnlySql, schemaHint = ''): ToolPlugin<SqlToolInput> {
   return {
     name: 'sql',
     description: `Run one read-only SQL query (SELECT) on the reference database and see the rows.${schemaHint ? ` Tables: ${schemaHint}` : ''}`,
     inputSchema: z.strictObject({
-      query: z.string().trim().min(1).max(4000)
+      query: z
+        .string()
+        .trim()
+        .min(1)
+        .max(4000)
         .refine((sql) => !sql.replace(/;\s*$/, '').includes(';'), 'expected a single statement')
         .describe('One SQL SELECT statement.'),
     }),
@@ -23,7 +29,9 @@ export function createSqlTool(database: ReadOnlySql, schemaHint = ''): ToolPlugi
     async execute(input) {
       const result = await database.query(input.query);
       const header = result.columns.join(' | ');
-      const lines = result.rows.map((row) => row.map((cell) => (cell === null ? 'NULL' : typeof cell === 'object' ? JSON.stringify(cell) : String(cell))).join(' | '));
+      const lines = result.rows.map((row) =>
+        row.map((cell) => (cell === null ? 'NULL' : typeof cell === 'object' ? JSON.stringify(cell) : String(cell))).join(' | '),
+      );
       const more = result.cut ? '\n[… more rows not shown]' : '';
       return { observation: `${result.rows.length} rows\n${header}\n${lines.join('\n')}${more}` };
     },

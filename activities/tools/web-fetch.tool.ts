@@ -3,18 +3,28 @@ import { z } from 'zod';
 import type { PageFetcher } from '../ports/search.port.js';
 import type { ToolPlugin } from './registry.js';
 
-export interface WebFetchToolInput { readonly url: string }
+export interface WebFetchToolInput {
+  readonly url: string;
+}
 
 export function createWebFetchTool(fetcher: PageFetcher, maxChars = 5000): ToolPlugin<WebFetchToolInput> {
   return {
     name: 'web_fetch',
     description: `Fetch a web page and return its readable text (the first ${maxChars} characters; use access with a page number for more).`,
-    inputSchema: z.strictObject({ url: z.string().trim().url().regex(/^https?:\/\//i, 'expected an http(s) URL').describe('The http(s) URL to fetch.') }),
+    inputSchema: z.strictObject({
+      url: z
+        .string()
+        .trim()
+        .url()
+        .regex(/^https?:\/\//i, 'expected an http(s) URL')
+        .describe('The http(s) URL to fetch.'),
+    }),
     successCriterion: 'the page was fetched and has text',
     cacheable: true,
     async execute(input) {
       const page = await fetcher.fetch(input.url);
-      const text = page.text.length > maxChars ? `${page.text.slice(0, maxChars)}\n[… ${page.text.length - maxChars} more characters]` : page.text;
+      const text =
+        page.text.length > maxChars ? `${page.text.slice(0, maxChars)}\n[… ${page.text.length - maxChars} more characters]` : page.text;
       const cut = page.cut ? '\n[… page cut at the byte limit]' : '';
       return { observation: `${page.title || page.url} (${page.url})\n${text}${cut}`, documentIds: [page.url] };
     },

@@ -3,7 +3,10 @@ import { z } from 'zod';
 import type { WebSearchClient } from '../ports/search.port.js';
 import { defaultCacheKey, type ToolPlugin } from './registry.js';
 
-export interface WebSearchToolInput { readonly query: string; readonly k?: number }
+export interface WebSearchToolInput {
+  readonly query: string;
+  readonly k?: number;
+}
 
 export function createWebSearchTool(client: WebSearchClient): ToolPlugin<WebSearchToolInput> {
   return {

@@ -17,7 +17,10 @@ workers, against a plain in-process loop doing the same work (same activity code
     const settings = config();
     await stackUp(settings, { workers: false });
     const result = await runOverheadBenchmark(settings, integerFlag(values.turns, 'turns', 200, 2, 10_000), (line) => console.error(line));
-    if (!values.json) console.log(`per turn p50: ${result.temporal_per_turn_ms_p50} ms through Temporal vs ${result.baseline_per_turn_ms_p50} ms in a plain loop (overhead ${result.per_turn_overhead_ms_p50} ms, ×${result.ratio_p50}); history ${result.history_events} events, ${result.history_bytes} bytes`);
+    if (!values.json)
+      console.log(
+        `per turn p50: ${result.temporal_per_turn_ms_p50} ms through Temporal vs ${result.baseline_per_turn_ms_p50} ms in a plain loop (overhead ${result.per_turn_overhead_ms_p50} ms, ×${result.ratio_p50}); history ${result.history_events} events, ${result.history_bytes} bytes`,
+      );
     console.log(JSON.stringify(result));
     return 0;
   },
@@ -36,8 +39,16 @@ RSS of the agent worker process that runs all of their workflows.
     const { values } = parseFlags(args, { inflight: { type: 'string' }, turns: { type: 'string' }, json: { type: 'boolean' } });
     const settings = config();
     await stackUp(settings, { workers: false });
-    const result = await runConcurrencyBenchmark(settings, integerFlag(values.inflight, 'inflight', 200, 1, 10_000), integerFlag(values.turns, 'turns', 10, 1, 1000), (line) => console.error(line));
-    if (!values.json) console.log(`${result.completed}/${result.inflight} completed, ${result.failed} failed in ${result.seconds} s; agent worker peak RSS ${result.rss_mb_max} MB`);
+    const result = await runConcurrencyBenchmark(
+      settings,
+      integerFlag(values.inflight, 'inflight', 200, 1, 10_000),
+      integerFlag(values.turns, 'turns', 10, 1, 1000),
+      (line) => console.error(line),
+    );
+    if (!values.json)
+      console.log(
+        `${result.completed}/${result.inflight} completed, ${result.failed} failed in ${result.seconds} s; agent worker peak RSS ${result.rss_mb_max} MB`,
+      );
     console.log(JSON.stringify(result));
     return result.failed === 0 ? 0 : 1;
   },
@@ -55,8 +66,15 @@ once in async mode (default 2 × batch; sync always generates one batch at a tim
   --json   last line: {"sync":{"samples_per_hour","trainer_busy",…},"async":{…,"max_staleness"},"speedup","eta"}`,
   async run(args: string[]): Promise<number> {
     const { values } = parseFlags(args, {
-      steps: { type: 'string' }, batch: { type: 'string' }, group: { type: 'string' }, eta: { type: 'string' }, 'max-turns': { type: 'string' }, 'max-inflight': { type: 'string' },
-      'turn-delay-ms': { type: 'string' }, 'step-seconds': { type: 'string' }, json: { type: 'boolean' },
+      steps: { type: 'string' },
+      batch: { type: 'string' },
+      group: { type: 'string' },
+      eta: { type: 'string' },
+      'max-turns': { type: 'string' },
+      'max-inflight': { type: 'string' },
+      'turn-delay-ms': { type: 'string' },
+      'step-seconds': { type: 'string' },
+      json: { type: 'boolean' },
     });
     const settings = config();
     await stackUp(settings, { workers: false });
@@ -64,15 +82,22 @@ once in async mode (default 2 × batch; sync always generates one batch at a tim
     const batchSize = integerFlag(values.batch, 'batch', 16, 1, 10_000);
     const groupSize = integerFlag(values.group, 'group', 4, 1, 256);
     const options = {
-      steps, batchSize, groupSize, questions: Math.ceil(((steps + 8) * batchSize) / groupSize), eta: integerFlag(values.eta, 'eta', 4, 0, 1000),
-      maxTurns: integerFlag(values['max-turns'], 'max-turns', 200, 1, 10_000), turnDelayMs: integerFlag(values['turn-delay-ms'], 'turn-delay-ms', 50, 0, 60_000),
+      steps,
+      batchSize,
+      groupSize,
+      questions: Math.ceil(((steps + 8) * batchSize) / groupSize),
+      eta: integerFlag(values.eta, 'eta', 4, 0, 1000),
+      maxTurns: integerFlag(values['max-turns'], 'max-turns', 200, 1, 10_000),
+      turnDelayMs: integerFlag(values['turn-delay-ms'], 'turn-delay-ms', 50, 0, 60_000),
       stepSeconds: integerFlag(values['step-seconds'], 'step-seconds', 20, 0, 3600),
       maxInflight: integerFlag(values['max-inflight'], 'max-inflight', 2 * batchSize, groupSize, 100_000),
     };
     const result = await runAsyncBenchmark(settings, options, (line) => console.error(line));
     if (!values.json) {
       console.log(`sync:  ${result.sync.samples_per_hour} samples/h, trainer busy ${(result.sync.trainer_busy * 100).toFixed(0)} %`);
-      console.log(`async: ${result.async.samples_per_hour} samples/h, trainer busy ${(result.async.trainer_busy * 100).toFixed(0)} %, max staleness ${result.async.max_staleness} (η=${result.eta})`);
+      console.log(
+        `async: ${result.async.samples_per_hour} samples/h, trainer busy ${(result.async.trainer_busy * 100).toFixed(0)} %, max staleness ${result.async.max_staleness} (η=${result.eta})`,
+      );
       console.log(`speed-up ×${result.speedup}`);
     }
     console.log(JSON.stringify(result));

@@ -20,15 +20,25 @@ export const inferBenchmark = {
   --json              last line: {"model","rss_mb":{"before_load","after_load","peak"},"concurrency":[{"sequences","prefill_tokens_per_s","decode_tokens_per_s","decode_ms_per_step_p50"}],…}`,
   async run(args: string[]): Promise<number> {
     const { values } = parseFlags(args, {
-      'model-dir': { type: 'string' }, tiny: { type: 'boolean' }, 'prompt-tokens': { type: 'string' }, 'decode-tokens': { type: 'string' },
-      concurrency: { type: 'string' }, json: { type: 'boolean' },
+      'model-dir': { type: 'string' },
+      tiny: { type: 'boolean' },
+      'prompt-tokens': { type: 'string' },
+      'decode-tokens': { type: 'string' },
+      concurrency: { type: 'string' },
+      json: { type: 'boolean' },
     });
     const settings = config();
     const modelDir = path.resolve(values['model-dir'] ?? preparedModelDir(settings.home, values.tiny === true));
-    if (!fs.existsSync(modelDir)) throw new UsageError(`--model-dir: "${modelDir}" does not exist (run longhaul model prepare${values.tiny ? ' --tiny' : ''} --no-publish)`);
+    if (!fs.existsSync(modelDir))
+      throw new UsageError(
+        `--model-dir: "${modelDir}" does not exist (run longhaul model prepare${values.tiny ? ' --tiny' : ''} --no-publish)`,
+      );
     const concurrency = (values.concurrency ?? '1,8').split(',').map((part) => integerFlag(part.trim(), 'concurrency', 1, 1, 256));
     const result = await runInferBenchmark({
-      modelDir, concurrency, threads: settings.policy.threads, executionProvider: settings.policy.executionProvider,
+      modelDir,
+      concurrency,
+      threads: settings.policy.threads,
+      executionProvider: settings.policy.executionProvider,
       promptTokens: integerFlag(values['prompt-tokens'], 'prompt-tokens', 512, 1, 8192),
       decodeTokens: integerFlag(values['decode-tokens'], 'decode-tokens', 64, 1, 8192),
       log: (line) => console.error(line),

@@ -29,23 +29,45 @@ const searchBenchmark: Benchmark = {
   --embeddings-model NAME model name sent and stored with the vectors (default multilingual-e5-small)
   --json            last line: {"engine":"fts","docs","qps" (8 clients),"p50_ms" (1 client),"recall_at_10","engines":[{…}],"large":{…}|null}`,
   async run(args) {
-    const { values } = parseFlags(args, { questions: { type: 'string' }, corpus: { type: 'string' }, large: { type: 'boolean' }, queries: { type: 'string' }, json: { type: 'boolean' },
-      'embeddings-url': { type: 'string' }, 'embeddings-model': { type: 'string' } });
+    const { values } = parseFlags(args, {
+      questions: { type: 'string' },
+      corpus: { type: 'string' },
+      large: { type: 'boolean' },
+      queries: { type: 'string' },
+      json: { type: 'boolean' },
+      'embeddings-url': { type: 'string' },
+      'embeddings-model': { type: 'string' },
+    });
     const questionsFile = values.questions ?? path.join(sharedData, 'musique_train.json');
     const corpusFile = values.corpus ?? path.join(sharedData, 'musique_train_corpus.json');
-    for (const [flag, file] of [['questions', questionsFile], ['corpus', corpusFile]] as const) {
+    for (const [flag, file] of [
+      ['questions', questionsFile],
+      ['corpus', corpusFile],
+    ] as const) {
       if (!fs.existsSync(file)) throw new UsageError(`--${flag}: "${file}" does not exist`);
     }
     const settings = config();
     const result = await runSearchBenchmark({
-      databaseUrl: settings.postgres.url, questionsFile, corpusFile, toolsDir: settings.toolsDir, large: Boolean(values.large),
-      queries: integerFlag(values.queries, 'queries', 400, 10, 1_000_000), log: (message) => console.error(message),
-      embeddings: values['embeddings-url'] ? { url: values['embeddings-url'], model: values['embeddings-model'] ?? 'multilingual-e5-small' } : null,
+      databaseUrl: settings.postgres.url,
+      questionsFile,
+      corpusFile,
+      toolsDir: settings.toolsDir,
+      large: Boolean(values.large),
+      queries: integerFlag(values.queries, 'queries', 400, 10, 1_000_000),
+      log: (message) => console.error(message),
+      embeddings: values['embeddings-url']
+        ? { url: values['embeddings-url'], model: values['embeddings-model'] ?? 'multilingual-e5-small' }
+        : null,
     });
     if (!values.json) {
       for (const figures of [...result.engines, ...(result.large ? [{ ...result.large, engine: 'fts on the large corpus' }] : [])]) {
-        console.log(`${figures.engine}: ${figures.docs} docs / ${figures.passages} passages · recall@5 ${figures.recall_at_5} · recall@10 ${figures.recall_at_10} · MRR ${figures.mrr}`);
-        for (const clients of ['1', '8'] as const) console.log(`  ${clients} client${clients === '1' ? '' : 's'}: ${figures.clients[clients].qps} q/s, p50 ${figures.clients[clients].p50_ms} ms, p95 ${figures.clients[clients].p95_ms} ms`);
+        console.log(
+          `${figures.engine}: ${figures.docs} docs / ${figures.passages} passages · recall@5 ${figures.recall_at_5} · recall@10 ${figures.recall_at_10} · MRR ${figures.mrr}`,
+        );
+        for (const clients of ['1', '8'] as const)
+          console.log(
+            `  ${clients} client${clients === '1' ? '' : 's'}: ${figures.clients[clients].qps} q/s, p50 ${figures.clients[clients].p50_ms} ms, p95 ${figures.clients[clients].p95_ms} ms`,
+          );
       }
     }
     console.log(JSON.stringify(result));
@@ -54,16 +76,26 @@ const searchBenchmark: Benchmark = {
 };
 
 /** Benchmarks by name; others add theirs here. */
-const benchmarks: Readonly<Record<string, Benchmark>> = { search: searchBenchmark, infer: inferBenchmark, overhead: overheadBenchmark, concurrency: concurrencyBenchmark, async: asyncBenchmark };
+const benchmarks: Readonly<Record<string, Benchmark>> = {
+  search: searchBenchmark,
+  infer: inferBenchmark,
+  overhead: overheadBenchmark,
+  concurrency: concurrencyBenchmark,
+  async: asyncBenchmark,
+};
 
 export const benchCommand: Command = {
   name: 'bench',
   summary: 'run a benchmark and print its figures (JSON on the last line)',
   usage: `longhaul bench <name> [options]
 
-${Object.entries(benchmarks).map(([name, benchmark]) => `  ${name.padEnd(12)} ${benchmark.summary}`).join('\n')}
+${Object.entries(benchmarks)
+  .map(([name, benchmark]) => `  ${name.padEnd(12)} ${benchmark.summary}`)
+  .join('\n')}
 
-${Object.values(benchmarks).map((benchmark) => benchmark.usage).join('\n\n')}`,
+${Object.values(benchmarks)
+  .map((benchmark) => benchmark.usage)
+  .join('\n\n')}`,
   async run(args) {
     const [name, ...rest] = args;
     const benchmark = name === undefined ? undefined : benchmarks[name];

@@ -9,7 +9,9 @@ export function configMarkdownTable(): string {
   for (const [name, schema] of Object.entries(environmentSchema.shape)) {
     const description = schema.description ?? '';
     const fallback = (schema as { def?: { defaultValue?: unknown } }).def?.defaultValue;
-    lines.push(`| \`${name}\` | ${fallback === undefined ? '—' : fallback === '' ? '(empty)' : `\`${String(fallback)}\``} | ${description} |`);
+    lines.push(
+      `| \`${name}\` | ${fallback === undefined ? '—' : fallback === '' ? '(empty)' : `\`${String(fallback)}\``} | ${description} |`,
+    );
   }
   return lines.join('\n');
 }
@@ -17,7 +19,7 @@ export function configMarkdownTable(): string {
 /** TLS settings with inline certificate and key data replaced by `***` (paths shown as they are). */
 function maskedTls(tls: ClientConfigTLS | null): object | null {
   if (tls === null) return null;
-  const shown = (source: ConfigDataSource | undefined) => source === undefined ? undefined : 'path' in source ? source.path : '***';
+  const shown = (source: ConfigDataSource | undefined) => (source === undefined ? undefined : 'path' in source ? source.path : '***');
   return { ...tls, serverCACert: shown(tls.serverCACert), clientCert: shown(tls.clientCert), clientKey: shown(tls.clientKey) };
 }
 
@@ -35,11 +37,25 @@ Prints the configuration read from the environment as JSON, secrets masked.
       return 0;
     }
     const settings = config();
-    console.log(JSON.stringify({
-      ...settings, s3: { ...settings.s3, secretKey: '***' },
-      temporal: { ...settings.temporal, apiKey: settings.temporal.apiKey === null ? null : '***', tls: maskedTls(settings.temporal.tls) },
-      policy: { ...settings.policy, openai: { ...settings.policy.openai, apiKey: settings.policy.openai.apiKey === null ? null : '***' } },
-    }, null, 2));
+    console.log(
+      JSON.stringify(
+        {
+          ...settings,
+          s3: { ...settings.s3, secretKey: '***' },
+          temporal: {
+            ...settings.temporal,
+            apiKey: settings.temporal.apiKey === null ? null : '***',
+            tls: maskedTls(settings.temporal.tls),
+          },
+          policy: {
+            ...settings.policy,
+            openai: { ...settings.policy.openai, apiKey: settings.policy.openai.apiKey === null ? null : '***' },
+          },
+        },
+        null,
+        2,
+      ),
+    );
     return 0;
   },
 };

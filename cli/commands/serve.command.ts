@@ -22,16 +22,25 @@ export const serveCommand: Command = {
   --name NAME   model name reported to clients (default: the model's name)`,
   async run(args) {
     const { values } = parseFlags(args, {
-      port: { type: 'string' }, host: { type: 'string' }, 'model-dir': { type: 'string' }, version: { type: 'string' }, name: { type: 'string' },
+      port: { type: 'string' },
+      host: { type: 'string' },
+      'model-dir': { type: 'string' },
+      version: { type: 'string' },
+      name: { type: 'string' },
     });
     const port = integerFlag(values.port, 'port', 8000, 0, 65535);
     const settings = config();
     const threads = settings.policy.threads;
-    const executionProviders = settings.policy.executionProvider === 'cuda' ? ['cuda', 'cpu'] as const : ['cpu'] as const;
+    const executionProviders = settings.policy.executionProvider === 'cuda' ? (['cuda', 'cpu'] as const) : (['cpu'] as const);
     const modelDir = values['model-dir'] ?? settings.policy.modelDir;
     let backend;
     if (modelDir) {
-      backend = await createOnnxBackend({ modelDir, version: integerFlag(values.version, 'version', settings.policy.version ?? 0, 0), threads, executionProviders });
+      backend = await createOnnxBackend({
+        modelDir,
+        version: integerFlag(values.version, 'version', settings.policy.version ?? 0, 0),
+        threads,
+        executionProviders,
+      });
     } else {
       const services = openServices(settings, { poolSize: 1 });
       try {
@@ -45,7 +54,9 @@ export const serveCommand: Command = {
     await once(server, 'listening');
     const address = server.address();
     const bound = typeof address === 'object' && address ? address.port : port;
-    console.log(`longhaul serve: ${backend.model.manifest.name} policy version ${await backend.currentVersion()} (${backend.model.executionProvider}) listening on http://${values.host ?? '127.0.0.1'}:${bound}/v1`);
+    console.log(
+      `longhaul serve: ${backend.model.manifest.name} policy version ${await backend.currentVersion()} (${backend.model.executionProvider}) listening on http://${values.host ?? '127.0.0.1'}:${bound}/v1`,
+    );
     const stop = async () => {
       server.close();
       await backend.close();

@@ -7,13 +7,21 @@ import type { Command } from '../command.js';
 
 export function printStatus(statuses: ServiceStatus[], json: boolean, settings: Config): void {
   if (json) {
-    console.log(JSON.stringify({ home: settings.home, webUi: settings.temporal.embedded ? `http://127.0.0.1:${settings.temporal.uiPort}` : null, services: statuses }));
+    console.log(
+      JSON.stringify({
+        home: settings.home,
+        webUi: settings.temporal.embedded ? `http://127.0.0.1:${settings.temporal.uiPort}` : null,
+        services: statuses,
+      }),
+    );
     return;
   }
   for (const status of statuses) {
     const mark = status.running ? '●' : '○';
     const origin = status.embedded ? '' : ' (external)';
-    console.log(`${mark} ${status.name.padEnd(17)} ${status.running ? 'running' : 'stopped'}${origin}  ${status.address}${status.pid ? `  pid ${status.pid}` : ''}${status.detail ? `  ${status.detail}` : ''}`);
+    console.log(
+      `${mark} ${status.name.padEnd(17)} ${status.running ? 'running' : 'stopped'}${origin}  ${status.address}${status.pid ? `  pid ${status.pid}` : ''}${status.detail ? `  ${status.detail}` : ''}`,
+    );
   }
 }
 

@@ -21,7 +21,8 @@ longhaul tools stats [--since-minutes N] [--json]
   async run(args) {
     const { values, positionals } = parseFlags(args, { json: { type: 'boolean' }, 'since-minutes': { type: 'string' } }, true);
     const [action, ...rest] = positionals;
-    if (action !== 'list' && action !== 'run' && action !== 'stats') throw new UsageError(`expected list, run or stats, got "${action ?? ''}"`);
+    if (action !== 'list' && action !== 'run' && action !== 'stats')
+      throw new UsageError(`expected list, run or stats, got "${action ?? ''}"`);
     const settings = config();
     const pool = await openSearchDatabase(settings, 4);
     const tools = buildToolRegistry(settings, pool);
@@ -30,13 +31,16 @@ longhaul tools stats [--since-minutes N] [--json]
       if (action === 'list') return list(tools.registry, Boolean(values.json));
       if (action === 'stats') return await stats(store, values['since-minutes'], Boolean(values.json));
       const [tool, inputText] = rest;
-      if (!tool || inputText === undefined) throw new UsageError('run expects <tool> and \'<json input>\'');
+      if (!tool || inputText === undefined) throw new UsageError("run expects <tool> and '<json input>'");
       const input = parseJson(inputText);
       if ('error' in input) throw new UsageError(`<json input>: ${input.error}`);
       const activities = createToolActivities({ registry: tools.registry, store, cacheTtlMs: settings.tools.cacheTtlSeconds * 1000 });
       const [result] = await activities.runTools({ key: `cli/${randomUUID()}`, calls: [{ tool, input: input.value }] });
       if (values.json) console.log(JSON.stringify(result));
-      else console.log(`${result!.ok ? 'ok' : result!.invalid ? 'invalid' : 'failed'} · ${result!.latencyMs.toFixed(1)} ms${result!.cacheHit ? ' · cache hit' : ''}\n${result!.observation}`);
+      else
+        console.log(
+          `${result!.ok ? 'ok' : result!.invalid ? 'invalid' : 'failed'} · ${result!.latencyMs.toFixed(1)} ms${result!.cacheHit ? ' · cache hit' : ''}\n${result!.observation}`,
+        );
       return result!.ok ? 0 : 1;
     } finally {
       await tools.close();
@@ -48,9 +52,12 @@ longhaul tools stats [--since-minutes N] [--json]
 function list(registry: ReturnType<typeof buildToolRegistry>['registry'], json: boolean): number {
   const descriptors = registry.describe();
   if (json) console.log(JSON.stringify(descriptors));
-  else for (const descriptor of descriptors) {
-    console.log(`${descriptor.name}: ${descriptor.description}\n  success: ${registry.get(descriptor.name)!.successCriterion}\n  input: ${JSON.stringify(descriptor.inputSchema.properties ?? {})}`);
-  }
+  else
+    for (const descriptor of descriptors) {
+      console.log(
+        `${descriptor.name}: ${descriptor.description}\n  success: ${registry.get(descriptor.name)!.successCriterion}\n  input: ${JSON.stringify(descriptor.inputSchema.properties ?? {})}`,
+      );
+    }
   return 0;
 }
 
@@ -62,12 +69,22 @@ async function stats(store: ReturnType<typeof createPgToolCallStore>, sinceMinut
     since = new Date(Date.now() - minutes * 60_000);
   }
   const rows = await store.stats(since);
-  if (json) { console.log(JSON.stringify({ tools: rows })); return 0; }
-  if (rows.length === 0) { console.log('no tool calls recorded'); return 0; }
+  if (json) {
+    console.log(JSON.stringify({ tools: rows }));
+    return 0;
+  }
+  if (rows.length === 0) {
+    console.log('no tool calls recorded');
+    return 0;
+  }
   const percent = (value: number) => `${(value * 100).toFixed(1)}%`;
-  console.log(`${'tool'.padEnd(12)} ${'calls'.padStart(7)} ${'success'.padStart(8)} ${'invalid'.padStart(8)} ${'cached'.padStart(7)} ${'p50 ms'.padStart(8)} ${'p95 ms'.padStart(8)}`);
+  console.log(
+    `${'tool'.padEnd(12)} ${'calls'.padStart(7)} ${'success'.padStart(8)} ${'invalid'.padStart(8)} ${'cached'.padStart(7)} ${'p50 ms'.padStart(8)} ${'p95 ms'.padStart(8)}`,
+  );
   for (const row of rows) {
-    console.log(`${row.tool.padEnd(12)} ${String(row.calls).padStart(7)} ${percent(row.successRate).padStart(8)} ${percent(row.invalidRate).padStart(8)} ${percent(row.cacheHitRate).padStart(7)} ${row.p50Ms.toFixed(1).padStart(8)} ${row.p95Ms.toFixed(1).padStart(8)}`);
+    console.log(
+      `${row.tool.padEnd(12)} ${String(row.calls).padStart(7)} ${percent(row.successRate).padStart(8)} ${percent(row.invalidRate).padStart(8)} ${percent(row.cacheHitRate).padStart(7)} ${row.p50Ms.toFixed(1).padStart(8)} ${row.p95Ms.toFixed(1).padStart(8)}`,
+    );
   }
   return 0;
 }

@@ -8,7 +8,12 @@ import { parseRlHyperparameters } from '../../gpu/train/train-step.schema.js';
 import { parseLearnerInput } from '../../workflows/contracts/learner.input.js';
 import { taskQueueName } from '../../workflows/contracts/queues.js';
 import { parseTrajectoryInput } from '../../workflows/contracts/trajectory.input.js';
-import { learnerStateQuery, learnerWorkflowType, type LearnerResult, type LearnerState } from '../../workflows/contracts/learner.contract.js';
+import {
+  learnerStateQuery,
+  learnerWorkflowType,
+  type LearnerResult,
+  type LearnerState,
+} from '../../workflows/contracts/learner.contract.js';
 import { integerFlag, parseFlags, rateFlag } from '../arguments.js';
 import { UsageError, type Command } from '../command.js';
 import { followWorkflow } from '../follow-workflow.js';
@@ -18,9 +23,18 @@ import { startVersionFlag } from '../start-version.js';
 
 /** The flag behind each learner input field, for preflight refusals. */
 const learnerFlags = {
-  runId: 'run-id', 'settings.mode': 'mode', 'settings.maxSteps': 'steps', 'settings.batchSize': 'batch', 'settings.groupSize': 'group', groupSize: 'group',
-  'settings.eta': 'eta', 'settings.maxInflight': 'max-inflight', 'limits.maxTurns': 'max-turns', 'limits.maxNewTokensPerTurn': 'max-new-tokens',
-  hyperparameters: 'hyperparameters', 'hyperparameters.learningRate': 'lr',
+  runId: 'run-id',
+  'settings.mode': 'mode',
+  'settings.maxSteps': 'steps',
+  'settings.batchSize': 'batch',
+  'settings.groupSize': 'group',
+  groupSize: 'group',
+  'settings.eta': 'eta',
+  'settings.maxInflight': 'max-inflight',
+  'limits.maxTurns': 'max-turns',
+  'limits.maxNewTokensPerTurn': 'max-new-tokens',
+  hyperparameters: 'hyperparameters',
+  'hyperparameters.learningRate': 'lr',
 };
 
 export const trainCommand: Command = {
@@ -48,10 +62,21 @@ Everything is checked with the learner's own input checks before anything starts
 flag and the field).`,
   async run(args) {
     const { values } = parseFlags(args, {
-      dataset: { type: 'string' }, 'run-id': { type: 'string' }, mode: { type: 'string' }, steps: { type: 'string' }, batch: { type: 'string' },
-      group: { type: 'string' }, eta: { type: 'string' }, 'max-inflight': { type: 'string' }, 'max-turns': { type: 'string' },
-      'max-new-tokens': { type: 'string' }, lr: { type: 'string' }, 'keep-equal-groups': { type: 'boolean' }, json: { type: 'boolean' },
-      'start-version': { type: 'string' }, hyperparameters: { type: 'string' },
+      dataset: { type: 'string' },
+      'run-id': { type: 'string' },
+      mode: { type: 'string' },
+      steps: { type: 'string' },
+      batch: { type: 'string' },
+      group: { type: 'string' },
+      eta: { type: 'string' },
+      'max-inflight': { type: 'string' },
+      'max-turns': { type: 'string' },
+      'max-new-tokens': { type: 'string' },
+      lr: { type: 'string' },
+      'keep-equal-groups': { type: 'boolean' },
+      json: { type: 'boolean' },
+      'start-version': { type: 'string' },
+      hyperparameters: { type: 'string' },
     });
     if (!values.dataset) throw new UsageError('--dataset FILE is required (JSONL of {"id","question","answers"})');
     if (!fs.existsSync(values.dataset)) throw new UsageError(`--dataset: "${values.dataset}" does not exist`);
@@ -69,42 +94,72 @@ flag and the field).`,
     const datasetKey = `datasets/${runId}/questions.jsonl`;
     const hyperparameters = jsonObjectFlag(values.hyperparameters, 'hyperparameters');
     const learnerInput = {
-      runId, datasetKey,
+      runId,
+      datasetKey,
       settings: {
-        mode: values.mode ?? 'async', maxSteps: steps, batchSize, groupSize: integerFlag(values.group, 'group', 4, 1, 256),
-        eta: integerFlag(values.eta, 'eta', 4, 0, 1000), maxInflight: integerFlag(values['max-inflight'], 'max-inflight', 2 * batchSize, 1, 100_000),
+        mode: values.mode ?? 'async',
+        maxSteps: steps,
+        batchSize,
+        groupSize: integerFlag(values.group, 'group', 4, 1, 256),
+        eta: integerFlag(values.eta, 'eta', 4, 0, 1000),
+        maxInflight: integerFlag(values['max-inflight'], 'max-inflight', 2 * batchSize, 1, 100_000),
         dropEqualRewardGroups: !values['keep-equal-groups'],
       },
-      trajectory: { limits: { maxTurns: integerFlag(values['max-turns'], 'max-turns', 10, 1, 100_000), maxNewTokensPerTurn: integerFlag(values['max-new-tokens'], 'max-new-tokens', 128, 1, 65_536) } },
-      hyperparameters: { ...hyperparameters, learningRate: values.lr === undefined ? (hyperparameters.learningRate ?? learningRate) : learningRate },
+      trajectory: {
+        limits: {
+          maxTurns: integerFlag(values['max-turns'], 'max-turns', 10, 1, 100_000),
+          maxNewTokensPerTurn: integerFlag(values['max-new-tokens'], 'max-new-tokens', 128, 1, 65_536),
+        },
+      },
+      hyperparameters: {
+        ...hyperparameters,
+        learningRate: values.lr === undefined ? (hyperparameters.learningRate ?? learningRate) : learningRate,
+      },
     };
-    preflight(() => {
-      const { settings: checked } = parseLearnerInput(learnerInput);
-      parseTrajectoryInput({ question: 'preflight', ...learnerInput.trajectory });
-      parseRlHyperparameters(learnerInput.hyperparameters, checked.groupSize);
-    }, values.lr === undefined ? { ...learnerFlags, 'hyperparameters.learningRate': 'hyperparameters' } : learnerFlags);
+    preflight(
+      () => {
+        const { settings: checked } = parseLearnerInput(learnerInput);
+        parseTrajectoryInput({ question: 'preflight', ...learnerInput.trajectory });
+        parseRlHyperparameters(learnerInput.hyperparameters, checked.groupSize);
+      },
+      values.lr === undefined ? { ...learnerFlags, 'hyperparameters.learningRate': 'hyperparameters' } : learnerFlags,
+    );
     const settings = config();
     await stackUp(settings, { workers: true });
     const services = openServices(settings);
     try {
-    await services.blobs.put(datasetKey, text, 'application/x-ndjson');
-    const startVersion = await startVersionFlag(services.versions, values['start-version'], 'start-version');
-    const client = await services.client();
-    const handle = await client.workflow.start(learnerWorkflowType, {
-      taskQueue: taskQueueName('agent', settings.taskQueuePrefix), workflowId: `learner-${runId}`, staticSummary: `learner ${runId}`,
-      args: [{ ...learnerInput, startVersion }],
-    });
-    if (settings.temporal.embedded) console.error(`learner learner-${runId} · Web UI http://127.0.0.1:${settings.temporal.uiPort}/namespaces/${settings.temporal.namespace}/workflows/learner-${runId}`);
-    const bar = progressBar('training steps', steps);
-    const result = await followWorkflow<LearnerResult, LearnerState>(handle, {
-      query: learnerStateQuery,
-      onState: (state) => bar.update(state.step, `v${state.version} · ${state.inflight} in flight · ${state.ready} ready · ${state.dropped} dropped${state.training ? ' · training' : ''}`),
-    });
-    bar.finish(`v${result.finalVersion}`);
-    for (const stats of result.history) console.log(`step ${stats.step} → v${stats.version}: mean reward ${stats.meanReward.toFixed(3)}, staleness ≤ ${stats.maxStaleness}, ${stats.trainSeconds.toFixed(1)} s`);
-    console.log(`${result.steps} steps · ${result.consumed} trajectories used, ${result.dropped} dropped · ${result.samplesPerHour.toFixed(0)} samples/h · trainer busy ${(result.trainerBusy * 100).toFixed(0)} %`);
-    if (values.json) console.log(JSON.stringify(result));
-    return 0;
+      await services.blobs.put(datasetKey, text, 'application/x-ndjson');
+      const startVersion = await startVersionFlag(services.versions, values['start-version'], 'start-version');
+      const client = await services.client();
+      const handle = await client.workflow.start(learnerWorkflowType, {
+        taskQueue: taskQueueName('agent', settings.taskQueuePrefix),
+        workflowId: `learner-${runId}`,
+        staticSummary: `learner ${runId}`,
+        args: [{ ...learnerInput, startVersion }],
+      });
+      if (settings.temporal.embedded)
+        console.error(
+          `learner learner-${runId} · Web UI http://127.0.0.1:${settings.temporal.uiPort}/namespaces/${settings.temporal.namespace}/workflows/learner-${runId}`,
+        );
+      const bar = progressBar('training steps', steps);
+      const result = await followWorkflow<LearnerResult, LearnerState>(handle, {
+        query: learnerStateQuery,
+        onState: (state) =>
+          bar.update(
+            state.step,
+            `v${state.version} · ${state.inflight} in flight · ${state.ready} ready · ${state.dropped} dropped${state.training ? ' · training' : ''}`,
+          ),
+      });
+      bar.finish(`v${result.finalVersion}`);
+      for (const stats of result.history)
+        console.log(
+          `step ${stats.step} → v${stats.version}: mean reward ${stats.meanReward.toFixed(3)}, staleness ≤ ${stats.maxStaleness}, ${stats.trainSeconds.toFixed(1)} s`,
+        );
+      console.log(
+        `${result.steps} steps · ${result.consumed} trajectories used, ${result.dropped} dropped · ${result.samplesPerHour.toFixed(0)} samples/h · trainer busy ${(result.trainerBusy * 100).toFixed(0)} %`,
+      );
+      if (values.json) console.log(JSON.stringify(result));
+      return 0;
     } finally {
       await services.close();
     }

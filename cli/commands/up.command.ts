@@ -24,10 +24,18 @@ to start (or on Ctrl-C), the services this run launched are stopped again.
     const settings = config();
     // Interrupted, stackUp stops what it launched once the starts in flight settle; wait for that.
     const starting = stackUp(settings, {
-      workers: !values['no-workers'], signal: interruption,
-      onStarted: (name, seconds) => { if (!values.json) console.error(`  ✓ ${name}${seconds >= 0.05 ? ` (${seconds.toFixed(1)} s)` : ''}`); },
+      workers: !values['no-workers'],
+      signal: interruption,
+      onStarted: (name, seconds) => {
+        if (!values.json) console.error(`  ✓ ${name}${seconds >= 0.05 ? ` (${seconds.toFixed(1)} s)` : ''}`);
+      },
     });
-    const unregister = onInterrupt('stopping the services this up launched', () => starting.then(() => undefined, () => undefined));
+    const unregister = onInterrupt('stopping the services this up launched', () =>
+      starting.then(
+        () => undefined,
+        () => undefined,
+      ),
+    );
     await starting.finally(unregister);
     printStatus(await stackStatus(settings), Boolean(values.json), settings);
     return 0;

@@ -9,7 +9,12 @@ import { parseSftHyperparameters } from '../../gpu/train/train-step.schema.js';
 import { taskQueueName } from '../../workflows/contracts/queues.js';
 import { parseTrajectoryInput } from '../../workflows/contracts/trajectory.input.js';
 import { parseWarmStartInput } from '../../workflows/contracts/warm-start.input.js';
-import { warmStartStateQuery, warmStartWorkflowType, type WarmStartResult, type WarmStartState } from '../../workflows/contracts/warm-start.contract.js';
+import {
+  warmStartStateQuery,
+  warmStartWorkflowType,
+  type WarmStartResult,
+  type WarmStartState,
+} from '../../workflows/contracts/warm-start.contract.js';
 import { integerFlag, parseFlags, rateFlag } from '../arguments.js';
 import { UsageError, type Command } from '../command.js';
 import { followWorkflow } from '../follow-workflow.js';
@@ -26,7 +31,8 @@ export async function followWarmStart(client: Client, handle: WorkflowHandle, ex
   const finished = await followWorkflow<WarmStartResult, WarmStartState>(handle, {
     query: warmStartStateQuery,
     async onState(state) {
-      if (state.phase === 'collecting') collecting.update(state.finished, `${state.kept} kept · ${state.started - state.finished} in flight`);
+      if (state.phase === 'collecting')
+        collecting.update(state.finished, `${state.kept} kept · ${state.started - state.finished} in flight`);
       if (state.phase !== 'collecting' && !collected) {
         collecting.finish(`${state.kept}/${state.finished} kept`);
         collected = true;
@@ -46,9 +52,15 @@ export async function followWarmStart(client: Client, handle: WorkflowHandle, ex
 
 /** The flag behind each warm-start input field, for preflight refusals. */
 const warmStartFlags = {
-  runId: 'run-id', 'settings.source': 'source', 'settings.samplesPerQuestion': 'samples', 'settings.minReward': 'min-reward',
-  'limits.maxTurns': 'max-turns', 'limits.maxNewTokensPerTurn': 'max-new-tokens',
-  'hyperparameters.learningRate': 'lr', 'hyperparameters.epochs': 'epochs', 'hyperparameters.batchSize': 'batch',
+  runId: 'run-id',
+  'settings.source': 'source',
+  'settings.samplesPerQuestion': 'samples',
+  'settings.minReward': 'min-reward',
+  'limits.maxTurns': 'max-turns',
+  'limits.maxNewTokensPerTurn': 'max-new-tokens',
+  'hyperparameters.learningRate': 'lr',
+  'hyperparameters.epochs': 'epochs',
+  'hyperparameters.batchSize': 'batch',
 };
 
 export const warmStartCommand: Command = {
@@ -71,9 +83,18 @@ queue, publishing one new policy version. Survives any crash; watch it in the We
   --max-turns N      turns per trajectory (default 10)   --max-new-tokens N  per turn (default 128)`,
   async run(args) {
     const { values } = parseFlags(args, {
-      dataset: { type: 'string' }, source: { type: 'string' }, 'run-id': { type: 'string' }, 'start-version': { type: 'string' }, samples: { type: 'string' },
-      'min-reward': { type: 'string' }, epochs: { type: 'string' }, batch: { type: 'string' }, lr: { type: 'string' },
-      'max-turns': { type: 'string' }, 'max-new-tokens': { type: 'string' }, json: { type: 'boolean' },
+      dataset: { type: 'string' },
+      source: { type: 'string' },
+      'run-id': { type: 'string' },
+      'start-version': { type: 'string' },
+      samples: { type: 'string' },
+      'min-reward': { type: 'string' },
+      epochs: { type: 'string' },
+      batch: { type: 'string' },
+      lr: { type: 'string' },
+      'max-turns': { type: 'string' },
+      'max-new-tokens': { type: 'string' },
+      json: { type: 'boolean' },
     });
     if (!values.dataset) throw new UsageError('--dataset FILE is required (JSONL of {"id","question","answers","goldTurns"})');
     if (!fs.existsSync(values.dataset)) throw new UsageError(`--dataset: "${values.dataset}" does not exist`);
@@ -90,17 +111,27 @@ queue, publishing one new policy version. Survives any crash; watch it in the We
       throw new UsageError(`--dataset: ${(error as Error).message}`);
     }
     const withGold = rows.filter((row) => row.goldTurns?.length).length;
-    if (source === 'gold' && withGold === 0) throw new UsageError('--dataset: no row has "goldTurns"; add gold solution paths or use --source samples');
+    if (source === 'gold' && withGold === 0)
+      throw new UsageError('--dataset: no row has "goldTurns"; add gold solution paths or use --source samples');
     const samples = integerFlag(values.samples, 'samples', 4, 1, 256);
     const runId = values['run-id'] ?? `sft-${new Date().toISOString().replace(/[:.]/g, '-')}`;
     const datasetKey = `datasets/${runId}/questions.jsonl`;
     const warmStartInput = {
-      runId, datasetKey, settings: { source, samplesPerQuestion: samples, minReward },
+      runId,
+      datasetKey,
+      settings: { source, samplesPerQuestion: samples, minReward },
       trajectory: {
-        limits: { maxTurns: integerFlag(values['max-turns'], 'max-turns', 10, 1, 100_000), maxNewTokensPerTurn: integerFlag(values['max-new-tokens'], 'max-new-tokens', 128, 1, 65_536) },
+        limits: {
+          maxTurns: integerFlag(values['max-turns'], 'max-turns', 10, 1, 100_000),
+          maxNewTokensPerTurn: integerFlag(values['max-new-tokens'], 'max-new-tokens', 128, 1, 65_536),
+        },
         ...(source === 'samples' ? { options: { temperature: 1 } } : {}),
       },
-      hyperparameters: { learningRate, epochs: integerFlag(values.epochs, 'epochs', 3, 1, 1000), batchSize: integerFlag(values.batch, 'batch', 4, 1, 4096) },
+      hyperparameters: {
+        learningRate,
+        epochs: integerFlag(values.epochs, 'epochs', 3, 1, 1000),
+        batchSize: integerFlag(values.batch, 'batch', 4, 1, 4096),
+      },
     };
     preflight(() => {
       parseWarmStartInput(warmStartInput);
@@ -116,13 +147,23 @@ queue, publishing one new policy version. Survives any crash; watch it in the We
       const client = await services.client();
       const workflowId = `warm-start-${runId}`;
       const handle = await client.workflow.start(warmStartWorkflowType, {
-        taskQueue: taskQueueName('agent', settings.taskQueuePrefix), workflowId, staticSummary: `warm start ${runId} (${source})`,
+        taskQueue: taskQueueName('agent', settings.taskQueuePrefix),
+        workflowId,
+        staticSummary: `warm start ${runId} (${source})`,
         args: [{ ...warmStartInput, startVersion }],
       });
-      if (settings.temporal.embedded) console.error(`warm start ${workflowId} from v${startVersion} · Web UI http://127.0.0.1:${settings.temporal.uiPort}/namespaces/${settings.temporal.namespace}/workflows/${workflowId}`);
+      if (settings.temporal.embedded)
+        console.error(
+          `warm start ${workflowId} from v${startVersion} · Web UI http://127.0.0.1:${settings.temporal.uiPort}/namespaces/${settings.temporal.namespace}/workflows/${workflowId}`,
+        );
       const result = await followWarmStart(client, handle, source === 'gold' ? withGold : rows.length * samples);
-      for (const step of result.steps) console.log(`sft step ${step.step} → v${step.version}: ${step.trajectories} trajectories, loss ${String(step.metrics.loss ?? '?')}, ${step.trainSeconds.toFixed(1)} s`);
-      console.log(`${result.kept} of ${result.finished} trajectories kept (mean reward ${result.meanReward.toFixed(3)}) · v${result.startVersion} → v${result.finalVersion}`);
+      for (const step of result.steps)
+        console.log(
+          `sft step ${step.step} → v${step.version}: ${step.trajectories} trajectories, loss ${String(step.metrics.loss ?? '?')}, ${step.trainSeconds.toFixed(1)} s`,
+        );
+      console.log(
+        `${result.kept} of ${result.finished} trajectories kept (mean reward ${result.meanReward.toFixed(3)}) · v${result.startVersion} → v${result.finalVersion}`,
+      );
       if (values.json) console.log(JSON.stringify(result));
       return 0;
     } finally {

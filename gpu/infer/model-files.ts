@@ -18,7 +18,10 @@ export const manifestFileName = 'longhaul-model.json';
 export const modelFormat = 2;
 
 export const modelManifestSchema = z.object({
-  format: z.literal(modelFormat, `expected format ${modelFormat}: re-run \`longhaul model prepare\` (older folders lack the logits_positions input)`),
+  format: z.literal(
+    modelFormat,
+    `expected format ${modelFormat}: re-run \`longhaul model prepare\` (older folders lack the logits_positions input)`,
+  ),
   name: z.string().min(1),
   tiny: z.boolean(),
   source: z.string(),
@@ -40,7 +43,11 @@ export type ModelManifest = z.infer<typeof modelManifestSchema>;
 /** Read and validate a prepared folder's manifest; names the folder and field when it is wrong. */
 export function readManifest(modelDir: string): ModelManifest {
   const file = path.join(modelDir, manifestFileName);
-  if (!fs.existsSync(file)) throw new LonghaulError(errorTypes.invalidInput, `${modelDir} is not a prepared model folder (no ${manifestFileName}); run \`longhaul model prepare\``);
+  if (!fs.existsSync(file))
+    throw new LonghaulError(
+      errorTypes.invalidInput,
+      `${modelDir} is not a prepared model folder (no ${manifestFileName}); run \`longhaul model prepare\``,
+    );
   const parsed = modelManifestSchema.safeParse(JSON.parse(fs.readFileSync(file, 'utf8')) as unknown);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
@@ -51,7 +58,10 @@ export function readManifest(modelDir: string): ModelManifest {
 
 /** Files of a prepared folder, relative names, sorted (what gets uploaded as a policy version). */
 export function modelFiles(modelDir: string): string[] {
-  return fs.readdirSync(modelDir).filter((name) => fs.statSync(path.join(modelDir, name)).isFile()).sort();
+  return fs
+    .readdirSync(modelDir)
+    .filter((name) => fs.statSync(path.join(modelDir, name)).isFile())
+    .sort();
 }
 
 export interface PrepareOptions {
@@ -73,14 +83,21 @@ export async function ensurePreparedModel(options: PrepareOptions): Promise<{ ma
   }
   const args = ['-m', 'longhaul_engine.prepare', '--out', options.out, '--cache', options.cacheDir, ...(options.tiny ? ['--tiny'] : [])];
   try {
-    const child = run(options.python, args, { cwd: path.join(repoRoot, 'gpu', 'engine'), timeout: 30 * 60_000, maxBuffer: 64 * 1024 * 1024 });
+    const child = run(options.python, args, {
+      cwd: path.join(repoRoot, 'gpu', 'engine'),
+      timeout: 30 * 60_000,
+      maxBuffer: 64 * 1024 * 1024,
+    });
     child.child.stderr?.on('data', (chunk: Buffer) => {
       for (const line of chunk.toString().split('\n')) if (line.startsWith('[prepare]')) options.onLog?.(line);
     });
     await child;
   } catch (error) {
     const stderr = (error as { stderr?: string }).stderr ?? '';
-    throw new LonghaulError(errorTypes.invalidInput, `model preparation failed: ${(error as Error).message.split('\n')[0]}\n${stderr.split('\n').slice(-15).join('\n')}`);
+    throw new LonghaulError(
+      errorTypes.invalidInput,
+      `model preparation failed: ${(error as Error).message.split('\n')[0]}\n${stderr.split('\n').slice(-15).join('\n')}`,
+    );
   }
   return { manifest: readManifest(options.out), built: true };
 }

@@ -64,7 +64,8 @@ export class OnnxModel {
   emptyCache(): KeyValueCache {
     const { layers, kvHeads, headDim } = this.manifest;
     const tensors: ort.Tensor[] = [];
-    for (let index = 0; index < 2 * layers; index += 1) tensors.push(new ort.Tensor('float32', new Float32Array(0), [1, kvHeads, 0, headDim]));
+    for (let index = 0; index < 2 * layers; index += 1)
+      tensors.push(new ort.Tensor('float32', new Float32Array(0), [1, kvHeads, 0, headDim]));
     return { length: 0, tensors };
   }
 
@@ -76,10 +77,22 @@ export class OnnxModel {
     const total = cache.length + tokenIds.length;
     const kept = tokenIds.length - logitsFrom;
     const feeds: Record<string, ort.Tensor> = {
-      input_ids: new ort.Tensor('int64', BigInt64Array.from(tokenIds, (id) => BigInt(id)), [1, tokenIds.length]),
+      input_ids: new ort.Tensor(
+        'int64',
+        BigInt64Array.from(tokenIds, (id) => BigInt(id)),
+        [1, tokenIds.length],
+      ),
       attention_mask: new ort.Tensor('int64', new BigInt64Array(total).fill(1n), [1, total]),
-      position_ids: new ort.Tensor('int64', BigInt64Array.from(tokenIds, (_, index) => BigInt(cache.length + index)), [1, tokenIds.length]),
-      logits_positions: new ort.Tensor('int64', BigInt64Array.from({ length: kept }, (_, index) => BigInt(logitsFrom + index)), [kept]),
+      position_ids: new ort.Tensor(
+        'int64',
+        BigInt64Array.from(tokenIds, (_, index) => BigInt(cache.length + index)),
+        [1, tokenIds.length],
+      ),
+      logits_positions: new ort.Tensor(
+        'int64',
+        BigInt64Array.from({ length: kept }, (_, index) => BigInt(logitsFrom + index)),
+        [kept],
+      ),
     };
     for (let layer = 0; layer < this.manifest.layers; layer += 1) {
       feeds[`past_key_values.${layer}.key`] = cache.tensors[2 * layer]!;

@@ -21,7 +21,12 @@ print(json.dumps([float(logprobs[start - 1 + i, token]) for i, token in enumerat
 /** A signal that reports "aborted" from its n-th check on: interrupts deterministically after n - 1 tokens. */
 function abortAfterChecks(checks: number): AbortSignal {
   let reads = 0;
-  return { get aborted() { reads += 1; return reads >= checks; } } as AbortSignal;
+  return {
+    get aborted() {
+      reads += 1;
+      return reads >= checks;
+    },
+  } as AbortSignal;
 }
 
 describe('the onnx policy backend on the tiny model', () => {
@@ -47,9 +52,11 @@ describe('the onnx policy backend on the tiny model', () => {
 
   it('returns behaviour logprobs that match the PyTorch model within 1e-3', async () => {
     const result = await backend.generate({ prompt, maxNewTokens: 16 });
-    const reference = await pythonJson(pythonLogprobs, { dir, prompt: result.promptTokenIds, generated: result.tokenIds }) as number[];
+    const reference = (await pythonJson(pythonLogprobs, { dir, prompt: result.promptTokenIds, generated: result.tokenIds })) as number[];
     assert.equal(result.logprobs.length, 16);
-    result.logprobs.forEach((logprob, index) => assert.ok(Math.abs(logprob - reference[index]!) < 1e-3, `token ${index}: ${logprob} vs ${reference[index]}`));
+    result.logprobs.forEach((logprob, index) =>
+      assert.ok(Math.abs(logprob - reference[index]!) < 1e-3, `token ${index}: ${logprob} vs ${reference[index]}`),
+    );
   });
 
   it('scores forced text (teacher forcing) exactly as if it had been generated', async () => {
@@ -58,13 +65,23 @@ describe('the onnx policy backend on the tiny model', () => {
     assert.deepEqual(forced.tokenIds, backend.tokenizer.encode(sampled.text));
     assert.equal(forced.text, sampled.text);
     assert.equal(forced.finishReason, 'stop');
-    assert.deepEqual(forced.tokenVersions, forced.tokenIds.map(() => 3));
+    assert.deepEqual(
+      forced.tokenVersions,
+      forced.tokenIds.map(() => 3),
+    );
     if (forced.tokenIds.join() === sampled.tokenIds.join()) {
-      forced.logprobs.forEach((logprob, index) => assert.ok(Math.abs(logprob - sampled.logprobs[index]!) < 1e-4, `token ${index}: ${logprob} vs ${sampled.logprobs[index]}`));
+      forced.logprobs.forEach((logprob, index) =>
+        assert.ok(Math.abs(logprob - sampled.logprobs[index]!) < 1e-4, `token ${index}: ${logprob} vs ${sampled.logprobs[index]}`),
+      );
     }
-    const reference = await pythonJson(pythonLogprobs, { dir, prompt: forced.promptTokenIds, generated: forced.tokenIds }) as number[];
-    forced.logprobs.forEach((logprob, index) => assert.ok(Math.abs(logprob - reference[index]!) < 1e-3, `token ${index}: ${logprob} vs ${reference[index]}`));
-    await assert.rejects(backend.generate({ prompt, maxNewTokens: 4, forcedText: 'x', prefixTokenIds: [1] }), /forcedText: cannot be combined with prefixTokenIds/);
+    const reference = (await pythonJson(pythonLogprobs, { dir, prompt: forced.promptTokenIds, generated: forced.tokenIds })) as number[];
+    forced.logprobs.forEach((logprob, index) =>
+      assert.ok(Math.abs(logprob - reference[index]!) < 1e-3, `token ${index}: ${logprob} vs ${reference[index]}`),
+    );
+    await assert.rejects(
+      backend.generate({ prompt, maxNewTokens: 4, forcedText: 'x', prefixTokenIds: [1] }),
+      /forcedText: cannot be combined with prefixTokenIds/,
+    );
     await assert.rejects(backend.generate({ prompt, maxNewTokens: 4, forcedText: '' }), /forcedText/);
   });
 
@@ -97,7 +114,10 @@ describe('the onnx policy backend on the tiny model', () => {
 
   it('renders chat messages through the chat template', async () => {
     const result = await backend.generate({ prompt: '', messages: [{ role: 'user', content: 'Hi' }], maxNewTokens: 2 });
-    assert.equal(backend.tokenizer.decode(result.promptTokenIds), '<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n');
+    assert.equal(
+      backend.tokenizer.decode(result.promptTokenIds),
+      '<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n',
+    );
   });
 
   it('ends an aborted generation as interrupted, and resuming from its tokens gives the uninterrupted result', async () => {
@@ -106,8 +126,11 @@ describe('the onnx policy backend on the tiny model', () => {
     assert.equal(interrupted.finishReason, 'interrupted');
     assert.deepEqual(interrupted.tokenIds, whole.tokenIds.slice(0, 6));
     const resumed = await backend.generate({
-      prompt, maxNewTokens: 20,
-      prefixTokenIds: interrupted.tokenIds, prefixLogprobs: interrupted.logprobs, prefixTokenVersions: interrupted.tokenIds.map(() => 2),
+      prompt,
+      maxNewTokens: 20,
+      prefixTokenIds: interrupted.tokenIds,
+      prefixLogprobs: interrupted.logprobs,
+      prefixTokenVersions: interrupted.tokenIds.map(() => 2),
     });
     assert.deepEqual(resumed.tokenIds, whole.tokenIds);
     assert.equal(resumed.text, whole.text);
@@ -122,11 +145,26 @@ describe('the onnx policy backend on the tiny model', () => {
   });
 
   it('rejects bad requests with an error naming the field', async () => {
-    await assert.rejects(backend.generate({ prompt, maxNewTokens: 0 }), (error: unknown) =>
-      (error instanceof LonghaulError && error.code === errorTypes.invalidInput) && error.message === 'maxNewTokens: Too small: expected number to be >=1');
-    await assert.rejects(backend.generate({ prompt: '', maxNewTokens: 3 }), (error: unknown) =>
-      (error instanceof LonghaulError && error.code === errorTypes.invalidInput) && error.message === 'prompt: empty prompt and no messages');
-    await assert.rejects(backend.generate({ prompt, maxNewTokens: 3, prefixTokenIds: [99_999_999] }), (error: unknown) =>
-      error instanceof LonghaulError && error.code === errorTypes.invalidInput && error.message === 'prefixTokenIds: token id 99999999 is outside the vocabulary (0..49151)');
+    await assert.rejects(
+      backend.generate({ prompt, maxNewTokens: 0 }),
+      (error: unknown) =>
+        error instanceof LonghaulError &&
+        error.code === errorTypes.invalidInput &&
+        error.message === 'maxNewTokens: Too small: expected number to be >=1',
+    );
+    await assert.rejects(
+      backend.generate({ prompt: '', maxNewTokens: 3 }),
+      (error: unknown) =>
+        error instanceof LonghaulError &&
+        error.code === errorTypes.invalidInput &&
+        error.message === 'prompt: empty prompt and no messages',
+    );
+    await assert.rejects(
+      backend.generate({ prompt, maxNewTokens: 3, prefixTokenIds: [99_999_999] }),
+      (error: unknown) =>
+        error instanceof LonghaulError &&
+        error.code === errorTypes.invalidInput &&
+        error.message === 'prefixTokenIds: token id 99999999 is outside the vocabulary (0..49151)',
+    );
   });
 });

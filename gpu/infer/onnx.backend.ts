@@ -47,7 +47,12 @@ export interface OnnxBackend extends PolicyBackend {
 export async function createOnnxBackend(options: OnnxBackendOptions): Promise<OnnxBackend> {
   const manifest = readManifest(options.modelDir);
   const tokenizer = BpeTokenizer.fromFile(path.join(options.modelDir, 'tokenizer.json'));
-  const model = await OnnxModel.load({ modelDir: options.modelDir, manifest, executionProviders: options.executionProviders ?? ['cpu'], threads: options.threads ?? 0 });
+  const model = await OnnxModel.load({
+    modelDir: options.modelDir,
+    manifest,
+    executionProviders: options.executionProviders ?? ['cpu'],
+    threads: options.threads ?? 0,
+  });
   const stopTokenIds = new Set(manifest.stopTokenIds);
   const promptTokenIds = (request: GenerateRequest) => tokenizer.encode(request.messages ? renderChat(request.messages) : request.prompt);
   return {
@@ -61,12 +66,19 @@ export async function createOnnxBackend(options: OnnxBackendOptions): Promise<On
     async generate(rawRequest, signal, onToken) {
       const request = parseGenerateRequest(rawRequest);
       for (const id of request.prefixTokenIds ?? []) {
-        if (id >= manifest.vocabSize) throw new LonghaulError(errorTypes.invalidInput, `prefixTokenIds: token id ${id} is outside the vocabulary (0..${manifest.vocabSize - 1})`);
+        if (id >= manifest.vocabSize)
+          throw new LonghaulError(
+            errorTypes.invalidInput,
+            `prefixTokenIds: token id ${id} is outside the vocabulary (0..${manifest.vocabSize - 1})`,
+          );
       }
       const prompt = promptTokenIds(request);
-      if (prompt.length === 0) throw new LonghaulError(errorTypes.invalidInput, 'prompt: encodes to no tokens (the model needs at least one prompt token)');
+      if (prompt.length === 0)
+        throw new LonghaulError(errorTypes.invalidInput, 'prompt: encodes to no tokens (the model needs at least one prompt token)');
       const generator = { model, tokenizer, stopTokenIds, version: options.version };
-      return request.forcedText === undefined ? generate(generator, request, prompt, signal, onToken) : score(generator, request, request.forcedText, prompt);
+      return request.forcedText === undefined
+        ? generate(generator, request, prompt, signal, onToken)
+        : score(generator, request, request.forcedText, prompt);
     },
   };
 }
@@ -78,7 +90,13 @@ interface Generator {
   readonly version: number;
 }
 
-async function generate(generator: Generator, request: GenerateRequest, promptTokenIds: number[], signal?: AbortSignal, onToken?: (token: StreamedToken) => void): Promise<GenerateResult> {
+async function generate(
+  generator: Generator,
+  request: GenerateRequest,
+  promptTokenIds: number[],
+  signal?: AbortSignal,
+  onToken?: (token: StreamedToken) => void,
+): Promise<GenerateResult> {
   const { model, version } = generator;
   const temperature = request.temperature ?? 0;
   const prefix = [...(request.prefixTokenIds ?? [])];
@@ -87,8 +105,15 @@ async function generate(generator: Generator, request: GenerateRequest, promptTo
   const tokenVersions: number[] = request.prefixTokenVersions ? [...request.prefixTokenVersions] : prefix.map(() => version);
   const random = seededRandom(((request.seed ?? 0) + Math.imul(prefix.length, 0x9e3779b1)) >>> 0);
   const text = new TextTracker(generator, request.stop ?? []);
-  const result = (finishReason: GenerateResult['finishReason']): GenerateResult =>
-    ({ text: text.value, promptTokenIds, tokenIds, logprobs, tokenVersions, policyVersion: version, finishReason });
+  const result = (finishReason: GenerateResult['finishReason']): GenerateResult => ({
+    text: text.value,
+    promptTokenIds,
+    tokenIds,
+    logprobs,
+    tokenVersions,
+    policyVersion: version,
+    finishReason,
+  });
 
   if (signal?.aborted) return result('interrupted');
   const context = [...promptTokenIds, ...prefix];
@@ -123,14 +148,27 @@ async function generate(generator: Generator, request: GenerateRequest, promptTo
 }
 
 /** Teacher forcing: the forced text's tokens with their logprobs under this version, in one forward pass. */
-async function score(generator: Generator, request: GenerateRequest, forcedText: string, promptTokenIds: number[]): Promise<GenerateResult> {
+async function score(
+  generator: Generator,
+  request: GenerateRequest,
+  forcedText: string,
+  promptTokenIds: number[],
+): Promise<GenerateResult> {
   const { model, version } = generator;
   const tokenIds = generator.tokenizer.encode(forcedText);
   if (tokenIds.length === 0) throw new LonghaulError(errorTypes.invalidInput, 'forcedText: encodes to no tokens');
   const from = promptTokenIds.length - 1;
   const { logits } = await model.step([...promptTokenIds, ...tokenIds], model.emptyCache(), from);
   const logprobs = tokenIds.map((tokenId, index) => tokenLogprob(model.row(logits, index), tokenId, request.temperature ?? 0));
-  return { text: forcedText, promptTokenIds, tokenIds, logprobs, tokenVersions: tokenIds.map(() => version), policyVersion: version, finishReason: 'stop' };
+  return {
+    text: forcedText,
+    promptTokenIds,
+    tokenIds,
+    logprobs,
+    tokenVersions: tokenIds.map(() => version),
+    policyVersion: version,
+    finishReason: 'stop',
+  };
 }
 
 /**
@@ -143,7 +181,10 @@ class TextTracker {
   private streamed = '';
   private stoppedAt: number | undefined;
 
-  constructor(private readonly generator: Generator, private readonly stop: readonly string[]) {}
+  constructor(
+    private readonly generator: Generator,
+    private readonly stop: readonly string[],
+  ) {}
 
   get value(): string {
     return this.stoppedAt === undefined ? this.generator.tokenizer.decode(this.ids) : this.streamed.slice(0, this.stoppedAt);

@@ -28,14 +28,19 @@ const common = {
   stream_options: z.object({ include_usage: z.boolean().nullish() }).passthrough().nullish(),
 };
 const completionSchema = z.object({ ...common, prompt: z.string(), logprobs: z.number().int().min(0).max(20).nullish() }).passthrough();
-const chatSchema = z.object({
-  ...common,
-  messages: z.array(z.object({ role: z.enum(['system', 'user', 'assistant', 'tool']), content: z.string() }).passthrough()).min(1),
-  logprobs: z.boolean().nullish(),
-}).passthrough();
+const chatSchema = z
+  .object({
+    ...common,
+    messages: z.array(z.object({ role: z.enum(['system', 'user', 'assistant', 'tool']), content: z.string() }).passthrough()).min(1),
+    logprobs: z.boolean().nullish(),
+  })
+  .passthrough();
 
 class BadRequest extends Error {
-  constructor(message: string, readonly param: string | null) {
+  constructor(
+    message: string,
+    readonly param: string | null,
+  ) {
     super(message);
   }
 }
@@ -53,7 +58,9 @@ export function createOpenAIServer(options: OpenAIServerOptions): http.Server {
     handle(options, request, response).catch((error: unknown) => {
       const status = error instanceof BadRequest || (error instanceof LonghaulError && error.code === errorTypes.invalidInput) ? 400 : 500;
       const param = error instanceof BadRequest ? error.param : null;
-      send(response, status, { error: { message: (error as Error).message, type: status === 400 ? 'invalid_request_error' : 'server_error', param } });
+      send(response, status, {
+        error: { message: (error as Error).message, type: status === 400 ? 'invalid_request_error' : 'server_error', param },
+      });
     });
   });
 }
@@ -91,7 +98,12 @@ async function handle(options: OpenAIServerOptions, request: http.IncomingMessag
   const version = await options.backend.currentVersion();
   const headers = { 'x-longhaul-policy-version': String(version) };
   if (request.method === 'GET' && url.pathname === '/v1/models') {
-    send(response, 200, { object: 'list', data: [{ id: options.modelName, object: 'model', owned_by: 'longhaul', policy_version: version }] }, headers);
+    send(
+      response,
+      200,
+      { object: 'list', data: [{ id: options.modelName, object: 'model', owned_by: 'longhaul', policy_version: version }] },
+      headers,
+    );
     return;
   }
   if (request.method === 'GET' && url.pathname === '/health') {
@@ -105,13 +117,29 @@ async function handle(options: OpenAIServerOptions, request: http.IncomingMessag
   }
   const body = await readBody(request);
   const abort = new AbortController();
-  response.on('close', () => { if (!response.writableEnded) abort.abort(); });
+  response.on('close', () => {
+    if (!response.writableEnded) abort.abort();
+  });
   if (chat) {
     const input = parse(chatSchema, body);
-    const generateRequest: GenerateRequest = { ...sampling(options, input), prompt: '', messages: input.messages.map(({ role, content }) => ({ role, content })) };
+    const generateRequest: GenerateRequest = {
+      ...sampling(options, input),
+      prompt: '',
+      messages: input.messages.map(({ role, content }) => ({ role, content })),
+    };
     if (input.stream === true) {
-      await streamResponse(options, response, headers, { chat, logprobs: input.logprobs === true, asIds: input.return_tokens_as_token_ids === true, includeUsage: input.stream_options?.include_usage === true },
-        (onToken) => options.backend.generate(generateRequest, abort.signal, onToken));
+      await streamResponse(
+        options,
+        response,
+        headers,
+        {
+          chat,
+          logprobs: input.logprobs === true,
+          asIds: input.return_tokens_as_token_ids === true,
+          includeUsage: input.stream_options?.include_usage === true,
+        },
+        (onToken) => options.backend.generate(generateRequest, abort.signal, onToken),
+      );
       return;
     }
     const result = await options.backend.generate(generateRequest, abort.signal);
@@ -120,8 +148,18 @@ async function handle(options: OpenAIServerOptions, request: http.IncomingMessag
     const input = parse(completionSchema, body);
     const generateRequest: GenerateRequest = { ...sampling(options, input), prompt: input.prompt };
     if (input.stream === true) {
-      await streamResponse(options, response, headers, { chat, logprobs: (input.logprobs ?? null) !== null, asIds: input.return_tokens_as_token_ids === true, includeUsage: input.stream_options?.include_usage === true },
-        (onToken) => options.backend.generate(generateRequest, abort.signal, onToken));
+      await streamResponse(
+        options,
+        response,
+        headers,
+        {
+          chat,
+          logprobs: (input.logprobs ?? null) !== null,
+          asIds: input.return_tokens_as_token_ids === true,
+          includeUsage: input.stream_options?.include_usage === true,
+        },
+        (onToken) => options.backend.generate(generateRequest, abort.signal, onToken),
+      );
       return;
     }
     const result = await options.backend.generate(generateRequest, abort.signal);
@@ -138,22 +176,41 @@ interface StreamKind {
 
 /** Server-sent events: a chunk per token as the policy samples it, the finish reason, usage when asked, `[DONE]`. */
 async function streamResponse(
-  options: OpenAIServerOptions, response: http.ServerResponse, headers: Record<string, string>, kind: StreamKind,
+  options: OpenAIServerOptions,
+  response: http.ServerResponse,
+  headers: Record<string, string>,
+  kind: StreamKind,
   generate: (onToken: (token: StreamedToken) => void) => Promise<GenerateResult>,
 ): Promise<void> {
   const id = `${kind.chat ? 'chatcmpl' : 'cmpl'}-${randomUUID()}`;
   const created = Math.floor(Date.now() / 1000);
-  const write = (data: string) => { if (!response.writableEnded && !response.destroyed) response.write(`data: ${data}\n\n`); };
+  const write = (data: string) => {
+    if (!response.writableEnded && !response.destroyed) response.write(`data: ${data}\n\n`);
+  };
   const event = (choices: unknown[], extra: object = {}) =>
-    write(JSON.stringify({ id, object: kind.chat ? 'chat.completion.chunk' : 'text_completion', created, model: options.modelName, choices, ...extra }));
-  const tokenString = (tokenId: number) => (kind.asIds ? `token_id:${tokenId}` : options.backend.tokenizer.tokenBytes(tokenId).toString('utf8'));
+    write(
+      JSON.stringify({
+        id,
+        object: kind.chat ? 'chat.completion.chunk' : 'text_completion',
+        created,
+        model: options.modelName,
+        choices,
+        ...extra,
+      }),
+    );
+  const tokenString = (tokenId: number) =>
+    kind.asIds ? `token_id:${tokenId}` : options.backend.tokenizer.tokenBytes(tokenId).toString('utf8');
   const choice = (text: string, token: StreamedToken | null, finish: string | null) => {
     const ids = token ? { token_ids: [token.tokenId] } : {};
     if (kind.chat) {
-      const logprobs = kind.logprobs && token ? { content: [{ token: tokenString(token.tokenId), logprob: token.logprob, top_logprobs: [] }] } : null;
+      const logprobs =
+        kind.logprobs && token ? { content: [{ token: tokenString(token.tokenId), logprob: token.logprob, top_logprobs: [] }] } : null;
       return { index: 0, delta: finish !== null && text === '' ? {} : { content: text }, logprobs, finish_reason: finish, ...ids };
     }
-    const logprobs = kind.logprobs && token ? { tokens: [tokenString(token.tokenId)], token_logprobs: [token.logprob], top_logprobs: null, text_offset: [] } : null;
+    const logprobs =
+      kind.logprobs && token
+        ? { tokens: [tokenString(token.tokenId)], token_logprobs: [token.logprob], top_logprobs: null, text_offset: [] }
+        : null;
     return { index: 0, text, logprobs, finish_reason: finish, ...ids };
   };
   response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', ...headers });
@@ -195,17 +252,32 @@ function finishReason(result: GenerateResult): string {
 }
 
 function usage(result: GenerateResult) {
-  return { prompt_tokens: result.promptTokenIds.length, completion_tokens: result.tokenIds.length, total_tokens: result.promptTokenIds.length + result.tokenIds.length };
+  return {
+    prompt_tokens: result.promptTokenIds.length,
+    completion_tokens: result.tokenIds.length,
+    total_tokens: result.promptTokenIds.length + result.tokenIds.length,
+  };
 }
 
 function completionResponse(options: OpenAIServerOptions, result: GenerateResult, logprobs: number | null, asIds: boolean) {
   return {
-    id: `cmpl-${randomUUID()}`, object: 'text_completion', created: Math.floor(Date.now() / 1000), model: options.modelName,
-    choices: [{
-      index: 0, text: result.text, finish_reason: finishReason(result),
-      logprobs: logprobs === null ? null : { tokens: tokenStrings(options, result, asIds), token_logprobs: result.logprobs, top_logprobs: null, text_offset: [] },
-      token_ids: result.tokenIds, prompt_token_ids: result.promptTokenIds,
-    }],
+    id: `cmpl-${randomUUID()}`,
+    object: 'text_completion',
+    created: Math.floor(Date.now() / 1000),
+    model: options.modelName,
+    choices: [
+      {
+        index: 0,
+        text: result.text,
+        finish_reason: finishReason(result),
+        logprobs:
+          logprobs === null
+            ? null
+            : { tokens: tokenStrings(options, result, asIds), token_logprobs: result.logprobs, top_logprobs: null, text_offset: [] },
+        token_ids: result.tokenIds,
+        prompt_token_ids: result.promptTokenIds,
+      },
+    ],
     usage: usage(result),
   };
 }
@@ -213,12 +285,22 @@ function completionResponse(options: OpenAIServerOptions, result: GenerateResult
 function chatResponse(options: OpenAIServerOptions, result: GenerateResult, logprobs: boolean, asIds: boolean) {
   const tokens = tokenStrings(options, result, asIds);
   return {
-    id: `chatcmpl-${randomUUID()}`, object: 'chat.completion', created: Math.floor(Date.now() / 1000), model: options.modelName,
-    choices: [{
-      index: 0, message: { role: 'assistant', content: result.text }, finish_reason: finishReason(result),
-      logprobs: logprobs ? { content: tokens.map((token, index) => ({ token, logprob: result.logprobs[index] ?? null, top_logprobs: [] })) } : null,
-      token_ids: result.tokenIds, prompt_token_ids: result.promptTokenIds,
-    }],
+    id: `chatcmpl-${randomUUID()}`,
+    object: 'chat.completion',
+    created: Math.floor(Date.now() / 1000),
+    model: options.modelName,
+    choices: [
+      {
+        index: 0,
+        message: { role: 'assistant', content: result.text },
+        finish_reason: finishReason(result),
+        logprobs: logprobs
+          ? { content: tokens.map((token, index) => ({ token, logprob: result.logprobs[index] ?? null, top_logprobs: [] })) }
+          : null,
+        token_ids: result.tokenIds,
+        prompt_token_ids: result.promptTokenIds,
+      },
+    ],
     usage: usage(result),
   };
 }

@@ -13,14 +13,22 @@ function memoryStore(rows: PolicyVersionRow[]): PolicyVersionStore & { rows: Pol
       rows.push(row);
       return { inserted: true };
     },
-    async get(version) { return rows.find((row) => row.version === version); },
-    async latest() { return [...rows].sort((a, b) => b.version - a.version)[0]; },
+    async get(version) {
+      return rows.find((row) => row.version === version);
+    },
+    async latest() {
+      return [...rows].sort((a, b) => b.version - a.version)[0];
+    },
   };
 }
 
 const row = (version: number, parentVersion: number | null, training?: object): PolicyVersionRow => ({
-  version, name: 'm', blobPrefix: `policies/v${version}/`, files: [{ name: 'model.onnx', bytes: 1, sha256: String(version) }],
-  manifest: { name: 'm', ...(training ? { training } : {}) }, parentVersion,
+  version,
+  name: 'm',
+  blobPrefix: `policies/v${version}/`,
+  files: [{ name: 'model.onnx', bytes: 1, sha256: String(version) }],
+  manifest: { name: 'm', ...(training ? { training } : {}) },
+  parentVersion,
 });
 
 test('a run starts from the latest version, or from a fork of an older one registered as latest + 1', async () => {
@@ -33,7 +41,13 @@ test('a run starts from the latest version, or from a fork of an older one regis
   assert.deepEqual(fork.files, store.rows[1]!.files);
   assert.equal(fork.parentVersion, 1);
   assert.deepEqual(fork.manifest, { name: 'm', forkedFrom: 1 }); // not a training output of run r
-  await assert.rejects(runStartVersion(store, 9), (error: unknown) => (error instanceof LonghaulError && error.code === errorTypes.invalidInput) && /policy version 9 is not registered \(the latest is 3\)/.test(error.message));
+  await assert.rejects(
+    runStartVersion(store, 9),
+    (error: unknown) =>
+      error instanceof LonghaulError &&
+      error.code === errorTypes.invalidInput &&
+      /policy version 9 is not registered \(the latest is 3\)/.test(error.message),
+  );
   await assert.rejects(runStartVersion(memoryStore([])), /no policy version is registered yet; run `longhaul model prepare` first/);
 });
 
@@ -42,7 +56,10 @@ test('a fork that loses a race for its number takes the next one', async () => {
   const register = store.register.bind(store);
   let raced = false;
   store.register = async (candidate) => {
-    if (!raced) { raced = true; await register(row(2, 1)); } // another run published v2 meanwhile
+    if (!raced) {
+      raced = true;
+      await register(row(2, 1));
+    } // another run published v2 meanwhile
     return register(candidate);
   };
   assert.deepEqual(await runStartVersion(store, 0), { version: 3, forkedFrom: 0 });

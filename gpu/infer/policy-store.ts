@@ -38,7 +38,11 @@ export async function publishPolicyVersion(options: PublishOptions): Promise<{ r
   }
   const existing = await options.versions.get(options.version);
   if (existing) {
-    if (!sameFiles(existing.files, files)) throw new LonghaulError(errorTypes.invalidInput, `policy version ${options.version} is already registered with different files; publish under a new version`);
+    if (!sameFiles(existing.files, files))
+      throw new LonghaulError(
+        errorTypes.invalidInput,
+        `policy version ${options.version} is already registered with different files; publish under a new version`,
+      );
     return { row: existing, published: false };
   }
   for (const file of files) {
@@ -46,14 +50,22 @@ export async function publishPolicyVersion(options: PublishOptions): Promise<{ r
     await options.blobs.put(prefix + file.name, fs.readFileSync(path.join(options.modelDir, file.name)));
     options.onProgress?.(file.name, file.bytes);
   }
-  const row: PolicyVersionRow = { version: options.version, name: manifest.name, blobPrefix: prefix, files, manifest, parentVersion: options.parentVersion ?? null };
+  const row: PolicyVersionRow = {
+    version: options.version,
+    name: manifest.name,
+    blobPrefix: prefix,
+    files,
+    manifest,
+    parentVersion: options.parentVersion ?? null,
+  };
   const { inserted } = await options.versions.register(row);
   if (!inserted) return publishPolicyVersion(options);
   return { row, published: true };
 }
 
 function sameFiles(left: readonly PolicyFile[], right: readonly PolicyFile[]): boolean {
-  const key = (files: readonly PolicyFile[]) => JSON.stringify([...files].sort((a, b) => a.name.localeCompare(b.name)).map((file) => [file.name, file.sha256]));
+  const key = (files: readonly PolicyFile[]) =>
+    JSON.stringify([...files].sort((a, b) => a.name.localeCompare(b.name)).map((file) => [file.name, file.sha256]));
   return key(left) === key(right);
 }
 
@@ -70,9 +82,12 @@ export interface MaterializeOptions {
 export async function materializePolicyVersion(options: MaterializeOptions): Promise<{ dir: string; row: PolicyVersionRow }> {
   const row = options.version === undefined ? await options.versions.latest() : await options.versions.get(options.version);
   if (!row) {
-    throw new LonghaulError(errorTypes.notFound, options.version === undefined
-      ? 'no policy version is registered; run `longhaul model prepare` (it publishes version 0)'
-      : `policy version ${options.version} is not registered`);
+    throw new LonghaulError(
+      errorTypes.notFound,
+      options.version === undefined
+        ? 'no policy version is registered; run `longhaul model prepare` (it publishes version 0)'
+        : `policy version ${options.version} is not registered`,
+    );
   }
   const dir = path.join(options.cacheDir, `v${String(row.version).padStart(6, '0')}`);
   if (fs.existsSync(path.join(dir, manifestFileName))) return { dir, row };
@@ -81,7 +96,8 @@ export async function materializePolicyVersion(options: MaterializeOptions): Pro
   fs.mkdirSync(staging, { recursive: true });
   for (const file of row.files) {
     const body = await options.blobs.get(row.blobPrefix + file.name);
-    if (sha256(body) !== file.sha256) throw new LonghaulError(errorTypes.corrupt, `policy version ${row.version}: ${file.name} does not match its registered sha256`);
+    if (sha256(body) !== file.sha256)
+      throw new LonghaulError(errorTypes.corrupt, `policy version ${row.version}: ${file.name} does not match its registered sha256`);
     fs.writeFileSync(path.join(staging, file.name), body);
   }
   fs.rmSync(dir, { recursive: true, force: true });
@@ -94,16 +110,26 @@ export async function materializePolicyVersion(options: MaterializeOptions): Pro
  * so a run starts from the latest version; asked to start from an older one, this registers latest + 1
  * as a fork of it (same blob files, nothing copied; manifest.forkedFrom) and returns that.
  */
-export async function runStartVersion(versions: PolicyVersionStore, requested?: number): Promise<{ version: number; forkedFrom: number | null }> {
+export async function runStartVersion(
+  versions: PolicyVersionStore,
+  requested?: number,
+): Promise<{ version: number; forkedFrom: number | null }> {
   for (;;) {
     const latest = await versions.latest();
-    if (!latest) throw new LonghaulError(errorTypes.invalidInput, 'no policy version is registered yet; run `longhaul model prepare` first');
+    if (!latest)
+      throw new LonghaulError(errorTypes.invalidInput, 'no policy version is registered yet; run `longhaul model prepare` first');
     if (requested === undefined || requested === latest.version) return { version: latest.version, forkedFrom: null };
     const base = await versions.get(requested);
-    if (!base) throw new LonghaulError(errorTypes.invalidInput, `policy version ${requested} is not registered (the latest is ${latest.version})`);
+    if (!base)
+      throw new LonghaulError(errorTypes.invalidInput, `policy version ${requested} is not registered (the latest is ${latest.version})`);
     const manifest = Object.fromEntries(Object.entries(base.manifest).filter(([key]) => key !== 'training')); // a fork is no training output
     const row: PolicyVersionRow = {
-      version: latest.version + 1, name: base.name, blobPrefix: base.blobPrefix, files: base.files, manifest: { ...manifest, forkedFrom: requested }, parentVersion: requested,
+      version: latest.version + 1,
+      name: base.name,
+      blobPrefix: base.blobPrefix,
+      files: base.files,
+      manifest: { ...manifest, forkedFrom: requested },
+      parentVersion: requested,
     };
     if ((await versions.register(row)).inserted) return { version: row.version, forkedFrom: requested };
   }

@@ -18,7 +18,12 @@ const samples = [
 
 const conversations: ChatMessage[][] = [
   [{ role: 'user', content: 'What is the capital of France?' }],
-  [{ role: 'system', content: 'Answer briefly.' }, { role: 'user', content: 'Hi' }, { role: 'assistant', content: 'Hello!' }, { role: 'user', content: 'Who are you?' }],
+  [
+    { role: 'system', content: 'Answer briefly.' },
+    { role: 'user', content: 'Hi' },
+    { role: 'assistant', content: 'Hello!' },
+    { role: 'user', content: 'Who are you?' },
+  ],
 ];
 
 const pythonTokenizer = `
@@ -38,28 +43,38 @@ describe('the byte-level BPE tokenizer', () => {
   before(async () => {
     const dir = await tinyModelDir();
     tokenizer = BpeTokenizer.fromFile(path.join(dir, 'tokenizer.json'));
-    reference = await pythonJson(pythonTokenizer, { dir, samples, chats: conversations }) as typeof reference;
+    reference = (await pythonJson(pythonTokenizer, { dir, samples, chats: conversations })) as typeof reference;
   });
 
   it('encodes text to exactly the ids of the Python tokenizer', () => {
-    samples.forEach((sample, index) => assert.deepEqual(tokenizer.encode(sample), reference.ids[index], `sample ${index}: ${JSON.stringify(sample)}`));
+    samples.forEach((sample, index) =>
+      assert.deepEqual(tokenizer.encode(sample), reference.ids[index], `sample ${index}: ${JSON.stringify(sample)}`),
+    );
   });
 
   it('decodes ids back to the original text', () => {
     for (const sample of samples) assert.equal(tokenizer.decode(tokenizer.encode(sample)), sample);
   });
 
-  it('renders chats exactly as the model\'s chat template does', () => {
+  it("renders chats exactly as the model's chat template does", () => {
     conversations.forEach((chat, index) => assert.equal(renderChat(chat), reference.chats[index]));
   });
 
   it('names the bad token id when asked to decode one outside the vocabulary', () => {
-    assert.throws(() => tokenizer.decode([49152]), (error: unknown) =>
-      (error instanceof LonghaulError && error.code === errorTypes.invalidInput) && error.message === 'token id 49152 is outside the vocabulary (0..49151)');
+    assert.throws(
+      () => tokenizer.decode([49152]),
+      (error: unknown) =>
+        error instanceof LonghaulError &&
+        error.code === errorTypes.invalidInput &&
+        error.message === 'token id 49152 is outside the vocabulary (0..49151)',
+    );
   });
 
   it('rejects a tokenizer file that is not BPE, naming the field', () => {
-    assert.throws(() => new BpeTokenizer({ model: { type: 'WordPiece', vocab: {}, merges: [] } }), (error: unknown) =>
-      (error instanceof LonghaulError && error.code === errorTypes.invalidInput) && error.message.startsWith('tokenizer.json: model.type:'));
+    assert.throws(
+      () => new BpeTokenizer({ model: { type: 'WordPiece', vocab: {}, merges: [] } }),
+      (error: unknown) =>
+        error instanceof LonghaulError && error.code === errorTypes.invalidInput && error.message.startsWith('tokenizer.json: model.type:'),
+    );
   });
 });

@@ -88,7 +88,8 @@ export class BpeTokenizer {
   /** The UTF-8 bytes a token stands for (special tokens: their text). */
   tokenBytes(id: number): Buffer {
     const token = this.idToToken[id];
-    if (token === undefined) throw new LonghaulError(errorTypes.invalidInput, `token id ${id} is outside the vocabulary (0..${this.idToToken.length - 1})`);
+    if (token === undefined)
+      throw new LonghaulError(errorTypes.invalidInput, `token id ${id} is outside the vocabulary (0..${this.idToToken.length - 1})`);
     if (this.special.has(token)) return Buffer.from(token, 'utf8');
     const bytes: number[] = [];
     for (const char of token) {

@@ -27,7 +27,8 @@ async function readRecord(source: BatchSource, runId: string, id: string, index:
   }
   if (!row) throw new LonghaulError(errorTypes.invalidInput, `${where}: no finished trajectory with this id`);
   if (row.runId !== runId) throw new LonghaulError(errorTypes.invalidInput, `${where}: belongs to run "${row.runId}", not "${runId}"`);
-  if (!Number.isFinite(row.reward)) throw new LonghaulError(errorTypes.invalidInput, `${where}: reward is ${row.reward}, must be a finite number`);
+  if (!Number.isFinite(row.reward))
+    throw new LonghaulError(errorTypes.invalidInput, `${where}: reward is ${row.reward}, must be a finite number`);
   let document: unknown;
   try {
     document = JSON.parse((await source.blobs.get(row.recordKey)).toString('utf8'));
@@ -55,17 +56,24 @@ export async function readBatch(source: BatchSource, runId: string, ids: readonl
 export function batchRlSamples(records: readonly TrainingRecord[], rules: SampleRules, groupNormalise: boolean): RlSample[] {
   if (groupNormalise) {
     const sizes = new Map<string, number>();
-    for (const record of records) sizes.set(record.questionId || record.trajectoryId, (sizes.get(record.questionId || record.trajectoryId) ?? 0) + 1);
+    for (const record of records)
+      sizes.set(record.questionId || record.trajectoryId, (sizes.get(record.questionId || record.trajectoryId) ?? 0) + 1);
     const lone = [...sizes].find(([, size]) => size < 2);
-    if (lone) throw new LonghaulError(errorTypes.invalidInput, `trajectoryIds: question ${lone[0]} has ${lone[1]} trajectory in the batch, hyperparameters.ppo.groupNormalise needs at least 2 per group (G >= 2)`);
+    if (lone)
+      throw new LonghaulError(
+        errorTypes.invalidInput,
+        `trajectoryIds: question ${lone[0]} has ${lone[1]} trajectory in the batch, hyperparameters.ppo.groupNormalise needs at least 2 per group (G >= 2)`,
+      );
   }
   const samples = records.flatMap((record, index) => rlSamples(record, `trajectoryIds[${index}] (${record.trajectoryId})`, rules));
-  if (samples.length === 0) throw new LonghaulError(errorTypes.invalidInput, 'trajectoryIds: no trajectory has a generated token to train on');
+  if (samples.length === 0)
+    throw new LonghaulError(errorTypes.invalidInput, 'trajectoryIds: no trajectory has a generated token to train on');
   return samples;
 }
 
 export function batchSftSamples(records: readonly TrainingRecord[]): SftSample[] {
   const samples = records.flatMap((record, index) => sftSamples(record, `trajectoryIds[${index}] (${record.trajectoryId})`));
-  if (samples.length === 0) throw new LonghaulError(errorTypes.invalidInput, 'trajectoryIds: no trajectory has a generated token to train on');
+  if (samples.length === 0)
+    throw new LonghaulError(errorTypes.invalidInput, 'trajectoryIds: no trajectory has a generated token to train on');
   return samples;
 }

@@ -13,7 +13,10 @@ import { errorTypes, LonghaulError } from '../../workflows/contracts/errors.js';
 
 /** The engine refused the batch (LonghaulInvalidInput) or found a corrupt checkpoint (LonghaulCorrupt): never retried. */
 function engineRefusal(type: unknown, message: unknown): LonghaulError {
-  return new LonghaulError(type === errorTypes.corrupt ? errorTypes.corrupt : errorTypes.invalidInput, `engine refused: ${String(message ?? 'engine refused the batch')}`);
+  return new LonghaulError(
+    type === errorTypes.corrupt ? errorTypes.corrupt : errorTypes.invalidInput,
+    `engine refused: ${String(message ?? 'engine refused the batch')}`,
+  );
 }
 
 const eventSchema = z.object({ event: z.string() }).passthrough();
@@ -57,7 +60,9 @@ export function runEngine(options: EngineRunOptions): Promise<Record<string, unk
     let refusal: EngineEvent | undefined;
     let stderr = '';
     let killTimer: NodeJS.Timeout | undefined;
-    child.stderr.on('data', (chunk: Buffer) => { stderr = (stderr + chunk.toString()).slice(-4000); });
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr = (stderr + chunk.toString()).slice(-4000);
+    });
     readline.createInterface({ input: child.stdout }).on('line', (line) => {
       const event = parseLine(line.trim());
       if (!event) return;
@@ -70,14 +75,22 @@ export function runEngine(options: EngineRunOptions): Promise<Record<string, unk
       killTimer = setTimeout(() => child.kill('SIGKILL'), options.killGraceMs ?? 5000);
     };
     options.signal.addEventListener('abort', abort, { once: true });
-    child.once('error', (error) => reject(new LonghaulError(errorTypes.unavailable, `engine could not start (${options.python}): ${error.message}`)));
+    child.once('error', (error) =>
+      reject(new LonghaulError(errorTypes.unavailable, `engine could not start (${options.python}): ${error.message}`)),
+    );
     child.once('close', (code, signalName) => {
       options.signal.removeEventListener('abort', abort);
       clearTimeout(killTimer);
       if (options.signal.aborted) reject(options.signal.reason instanceof Error ? options.signal.reason : new Error('aborted'));
       else if (code === 0 && done) resolve(z.record(z.string(), z.unknown()).catch({}).parse(done.metrics));
       else if (refusal) reject(engineRefusal(refusal.type, refusal.message));
-      else reject(new LonghaulError(errorTypes.unavailable, `engine exited with ${signalName ?? `code ${code}`} before finishing:\n${stderr.trim().split('\n').slice(-12).join('\n')}`));
+      else
+        reject(
+          new LonghaulError(
+            errorTypes.unavailable,
+            `engine exited with ${signalName ?? `code ${code}`} before finishing:\n${stderr.trim().split('\n').slice(-12).join('\n')}`,
+          ),
+        );
     });
   });
 }

@@ -20,7 +20,10 @@ export function createEngineActivities({ python }: { python: string }) {
     /** What the engine runs on: torch version, CUDA availability, CPU threads. */
     async engineInfo(): Promise<EngineInfo> {
       try {
-        const { stdout } = await run(python, ['-m', 'longhaul_engine.info'], { cwd: path.join(repoRoot, 'gpu', 'engine'), timeout: 120_000 });
+        const { stdout } = await run(python, ['-m', 'longhaul_engine.info'], {
+          cwd: path.join(repoRoot, 'gpu', 'engine'),
+          timeout: 120_000,
+        });
         return JSON.parse(stdout.trim().split('\n').pop() ?? '{}') as EngineInfo;
       } catch (error) {
         throw ApplicationFailure.retryable(`engine info failed: ${(error as Error).message}`, errorTypes.unavailable);

@@ -24,7 +24,10 @@ const run = promisify(execFile);
 /** Two turns; turn 1's prompt extends turn 0's sequence with an observation [7, 8]. */
 export function twoTurnRecord(id: string, questionId: string, reward: number, version = 3): TrainingRecord {
   return {
-    trajectoryId: id, runId: 'run-a', questionId, reward,
+    trajectoryId: id,
+    runId: 'run-a',
+    questionId,
+    reward,
     turnRecords: [
       { turn: 0, promptTokenIds: [1, 2, 3], tokenIds: [4, 5], logprobs: [-0.5, -1.5], tokenVersions: [version, version] },
       { turn: 1, promptTokenIds: [1, 2, 3, 4, 5, 7, 8], tokenIds: [9], logprobs: [-0.25], tokenVersions: [version] },
@@ -34,7 +37,9 @@ export function twoTurnRecord(id: string, questionId: string, reward: number, ve
 
 async function pythonVerdict(file: string): Promise<{ event: string; message?: string }> {
   try {
-    const { stdout } = await run(testPython(), ['-m', 'longhaul_engine.manifest', '--manifest', file], { cwd: path.join(repoRoot, 'gpu', 'engine') });
+    const { stdout } = await run(testPython(), ['-m', 'longhaul_engine.manifest', '--manifest', file], {
+      cwd: path.join(repoRoot, 'gpu', 'engine'),
+    });
     return JSON.parse(stdout.trim().split('\n').pop()!) as { event: string };
   } catch (error) {
     return JSON.parse(((error as { stdout?: string }).stdout ?? '').trim().split('\n').pop()!) as { event: string; message: string };
@@ -54,9 +59,26 @@ describe('the batch manifest contract', () => {
     fs.writeFileSync(path.join(dir, 'base', 'model.safetensors'), '');
     fs.writeFileSync(path.join(dir, 'base', 'engine_state.json'), JSON.stringify({ policyVersion: 3 }));
     const records = [twoTurnRecord('t1', 'q1', 1), twoTurnRecord('t2', 'q1', 0)];
-    const common = { schemaVersion: 1 as const, runId: 'run-a', step: 3, basePolicy: { version: 3, modelDir: path.join(dir, 'base') }, outputDir: path.join(dir, 'out'), outputPolicyVersion: 4 };
-    rl = { ...common, kind: 'rl', hyperparameters: defaultRlHyperparameters, samples: records.flatMap((record) => rlSamples(record, record.trajectoryId, { baseVersion: 3, eta: 4 })) };
-    sft = { ...common, kind: 'sft', hyperparameters: { ...defaultSftHyperparameters, trainable: { mode: 'lora', rank: 4, alpha: 8, targets: ['q_proj'] } }, samples: records.flatMap((record) => sftSamples(record, record.trajectoryId)) };
+    const common = {
+      schemaVersion: 1 as const,
+      runId: 'run-a',
+      step: 3,
+      basePolicy: { version: 3, modelDir: path.join(dir, 'base') },
+      outputDir: path.join(dir, 'out'),
+      outputPolicyVersion: 4,
+    };
+    rl = {
+      ...common,
+      kind: 'rl',
+      hyperparameters: defaultRlHyperparameters,
+      samples: records.flatMap((record) => rlSamples(record, record.trajectoryId, { baseVersion: 3, eta: 4 })),
+    };
+    sft = {
+      ...common,
+      kind: 'sft',
+      hyperparameters: { ...defaultSftHyperparameters, trainable: { mode: 'lora', rank: 4, alpha: 8, targets: ['q_proj'] } },
+      samples: records.flatMap((record) => sftSamples(record, record.trajectoryId)),
+    };
   });
   after(() => fs.rmSync(dir, { recursive: true, force: true }));
 
@@ -68,15 +90,23 @@ describe('the batch manifest contract', () => {
 
   it('the committed JSON schema the engine reads is exactly what zod generates from gpu/train/manifest.ts', () => {
     const committed = fs.readFileSync(path.join(repoRoot, manifestJsonSchemaPath), 'utf8');
-    assert.ok(committed === manifestJsonSchemaText(),
-      `${manifestJsonSchemaPath} differs from the zod schema: run \`npx tsc -p tsconfig.json && node dist/gpu/train/write-manifest-schema.js\` and commit it`);
+    assert.ok(
+      committed === manifestJsonSchemaText(),
+      `${manifestJsonSchemaPath} differs from the zod schema: run \`npx tsc -p tsconfig.json && node dist/gpu/train/write-manifest-schema.js\` and commit it`,
+    );
   });
 
   it('concatenates turns whose prompt extends the sequence, masking the observation tokens', () => {
     const [sample] = rlSamples(twoTurnRecord('t1', 'q1', 1), 't1', { baseVersion: 3, eta: 4 });
     assert.deepEqual(sample, {
-      id: 't1', groupId: 'q1', reward: 1, tokenIds: [1, 2, 3, 4, 5, 7, 8, 9], lossMask: [0, 0, 0, 1, 1, 0, 0, 1],
-      behaviourLogprobs: [0, 0, 0, -0.5, -1.5, 0, 0, -0.25], policyVersions: [-1, -1, -1, 3, 3, -1, -1, 3], turnIndices: [0, 0, 0, 0, 0, 1, 1, 1],
+      id: 't1',
+      groupId: 'q1',
+      reward: 1,
+      tokenIds: [1, 2, 3, 4, 5, 7, 8, 9],
+      lossMask: [0, 0, 0, 1, 1, 0, 0, 1],
+      behaviourLogprobs: [0, 0, 0, -0.5, -1.5, 0, 0, -0.25],
+      policyVersions: [-1, -1, -1, 3, 3, -1, -1, 3],
+      turnIndices: [0, 0, 0, 0, 0, 1, 1, 1],
     });
   });
 
@@ -84,21 +114,37 @@ describe('the batch manifest contract', () => {
     const record = twoTurnRecord('t1', 'q1', 1);
     const truncated = { ...record, turnRecords: [record.turnRecords[0]!, { ...record.turnRecords[1]!, promptTokenIds: [1, 7, 8] }] };
     const samples = rlSamples(truncated, 't1', { baseVersion: 3, eta: 4 });
-    assert.deepEqual(samples.map((sample) => [sample.id, sample.tokenIds, sample.lossMask]), [['t1#0', [1, 2, 3, 4, 5], [0, 0, 0, 1, 1]], ['t1#1', [1, 7, 8, 9], [0, 0, 0, 1]]]);
+    assert.deepEqual(
+      samples.map((sample) => [sample.id, sample.tokenIds, sample.lossMask]),
+      [
+        ['t1#0', [1, 2, 3, 4, 5], [0, 0, 0, 1, 1]],
+        ['t1#1', [1, 7, 8, 9], [0, 0, 0, 1]],
+      ],
+    );
   });
 
   it('refuses mismatched lengths, a non-finite reward and tokens staler than eta, naming the field', () => {
     const record = twoTurnRecord('t1', 'q1', 1);
     const short = { ...record, turnRecords: [{ ...record.turnRecords[0]!, logprobs: [-0.5] }] };
-    assert.throws(() => rlSamples(short, 'trajectoryIds[0] (t1)', { baseVersion: 3, eta: 4 }),
-      new LonghaulError(errorTypes.invalidInput, 'trajectoryIds[0] (t1): turn 0: logprobs has 1 entries but tokenIds has 2'));
-    assert.throws(() => rlSamples({ ...record, reward: Number.NaN }, 'x', { baseVersion: 3, eta: 4 }), new LonghaulError(errorTypes.invalidInput, 'x: reward is NaN, must be a finite number'));
-    assert.throws(() => rlSamples(twoTurnRecord('t1', 'q1', 1, 0), 'x', { baseVersion: 3, eta: 2 }),
-      new LonghaulError(errorTypes.invalidInput, 'x: turn 0: tokenVersions[0] is 0, staler than eta 2 allows at base version 3'));
+    assert.throws(
+      () => rlSamples(short, 'trajectoryIds[0] (t1)', { baseVersion: 3, eta: 4 }),
+      new LonghaulError(errorTypes.invalidInput, 'trajectoryIds[0] (t1): turn 0: logprobs has 1 entries but tokenIds has 2'),
+    );
+    assert.throws(
+      () => rlSamples({ ...record, reward: Number.NaN }, 'x', { baseVersion: 3, eta: 4 }),
+      new LonghaulError(errorTypes.invalidInput, 'x: reward is NaN, must be a finite number'),
+    );
+    assert.throws(
+      () => rlSamples(twoTurnRecord('t1', 'q1', 1, 0), 'x', { baseVersion: 3, eta: 2 }),
+      new LonghaulError(errorTypes.invalidInput, 'x: turn 0: tokenVersions[0] is 0, staler than eta 2 allows at base version 3'),
+    );
   });
 
   it('builds rl and sft manifests that the zod schema and the Python engine both accept', async () => {
-    for (const [name, manifest] of [['rl', rl], ['sft', sft]] as const) {
+    for (const [name, manifest] of [
+      ['rl', rl],
+      ['sft', sft],
+    ] as const) {
       assert.equal(batchManifestSchema.safeParse(manifest).success, true);
       assert.deepEqual(await pythonVerdict(write(`${name}.json`, manifest)), { event: 'valid', kind: name, samples: 2, baseVersion: 3 });
     }
@@ -108,8 +154,14 @@ describe('the batch manifest contract', () => {
     const rlDocument = rl as Extract<BatchManifest, { kind: 'rl' }>;
     const broken: Record<string, unknown> = {
       sftWithRlFields: { ...sft, samples: [{ ...rlDocument.samples[0] }] },
-      loraWithoutRank: { ...rl, hyperparameters: { ...rlDocument.hyperparameters, trainable: { mode: 'lora', alpha: 8, targets: ['q_proj'] } } },
-      negativeEta: { ...rl, hyperparameters: { ...rlDocument.hyperparameters, ppo: { ...rlDocument.hyperparameters.ppo, maxStaleness: -1 } } },
+      loraWithoutRank: {
+        ...rl,
+        hyperparameters: { ...rlDocument.hyperparameters, trainable: { mode: 'lora', alpha: 8, targets: ['q_proj'] } },
+      },
+      negativeEta: {
+        ...rl,
+        hyperparameters: { ...rlDocument.hyperparameters, ppo: { ...rlDocument.hyperparameters.ppo, maxStaleness: -1 } },
+      },
       unknownKey: { ...rl, extra: true },
     };
     for (const [name, document] of Object.entries(broken)) {

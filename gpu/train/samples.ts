@@ -24,12 +24,23 @@ export interface SampleRules {
   readonly eta: number;
 }
 
-interface Sequence { tokenIds: number[]; lossMask: (0 | 1)[]; logprobs: number[]; versions: number[]; turns: number[] }
+interface Sequence {
+  tokenIds: number[];
+  lossMask: (0 | 1)[];
+  logprobs: number[];
+  versions: number[];
+  turns: number[];
+}
 
 const startsWith = (whole: readonly number[], prefix: readonly number[]) =>
   whole.length >= prefix.length && prefix.every((token, index) => whole[index] === token);
 
-function push(sequence: Sequence, tokens: readonly number[], turn: number, generated?: { logprobs: readonly number[]; versions: readonly number[] }) {
+function push(
+  sequence: Sequence,
+  tokens: readonly number[],
+  turn: number,
+  generated?: { logprobs: readonly number[]; versions: readonly number[] },
+) {
   tokens.forEach((token, index) => {
     sequence.tokenIds.push(token);
     sequence.lossMask.push(generated ? 1 : 0);
@@ -41,20 +52,41 @@ function push(sequence: Sequence, tokens: readonly number[], turn: number, gener
 
 function checkTurn(where: string, turn: TrainingRecord['turnRecords'][number], rules: SampleRules | null): void {
   const length = turn.tokenIds.length;
-  for (const [name, values] of [['logprobs', turn.logprobs], ['tokenVersions', turn.tokenVersions]] as const) {
-    if (values.length !== length) throw new LonghaulError(errorTypes.invalidInput, `${where}: turn ${turn.turn}: ${name} has ${values.length} entries but tokenIds has ${length}`);
+  for (const [name, values] of [
+    ['logprobs', turn.logprobs],
+    ['tokenVersions', turn.tokenVersions],
+  ] as const) {
+    if (values.length !== length)
+      throw new LonghaulError(
+        errorTypes.invalidInput,
+        `${where}: turn ${turn.turn}: ${name} has ${values.length} entries but tokenIds has ${length}`,
+      );
   }
   turn.logprobs.forEach((logprob, index) => {
-    if (logprob === null || !Number.isFinite(logprob)) throw new LonghaulError(errorTypes.invalidInput, `${where}: turn ${turn.turn}: logprobs[${index}] is ${String(logprob)}, must be a finite number`);
-    if (logprob > logprobTolerance) throw new LonghaulError(errorTypes.invalidInput, `${where}: turn ${turn.turn}: logprobs[${index}] is ${logprob}, a logprob must be <= 0`);
+    if (logprob === null || !Number.isFinite(logprob))
+      throw new LonghaulError(
+        errorTypes.invalidInput,
+        `${where}: turn ${turn.turn}: logprobs[${index}] is ${String(logprob)}, must be a finite number`,
+      );
+    if (logprob > logprobTolerance)
+      throw new LonghaulError(
+        errorTypes.invalidInput,
+        `${where}: turn ${turn.turn}: logprobs[${index}] is ${logprob}, a logprob must be <= 0`,
+      );
   });
   if (rules === null) return;
   turn.tokenVersions.forEach((version, index) => {
     if (version < 0 || version > rules.baseVersion) {
-      throw new LonghaulError(errorTypes.invalidInput, `${where}: turn ${turn.turn}: tokenVersions[${index}] is ${version}, must be a version in 0..${rules.baseVersion} (the base version)`);
+      throw new LonghaulError(
+        errorTypes.invalidInput,
+        `${where}: turn ${turn.turn}: tokenVersions[${index}] is ${version}, must be a version in 0..${rules.baseVersion} (the base version)`,
+      );
     }
     if (rules.baseVersion - version > rules.eta) {
-      throw new LonghaulError(errorTypes.invalidInput, `${where}: turn ${turn.turn}: tokenVersions[${index}] is ${version}, staler than eta ${rules.eta} allows at base version ${rules.baseVersion}`);
+      throw new LonghaulError(
+        errorTypes.invalidInput,
+        `${where}: turn ${turn.turn}: tokenVersions[${index}] is ${version}, staler than eta ${rules.eta} allows at base version ${rules.baseVersion}`,
+      );
     }
   });
 }
@@ -90,18 +122,28 @@ const sampleId = (trajectoryId: string, index: number, count: number) => (count 
 
 /** RL samples of one trajectory; its group is the question id. */
 export function rlSamples(record: TrainingRecord, where: string, rules: SampleRules): RlSample[] {
-  if (!Number.isFinite(record.reward)) throw new LonghaulError(errorTypes.invalidInput, `${where}: reward is ${String(record.reward)}, must be a finite number`);
+  if (!Number.isFinite(record.reward))
+    throw new LonghaulError(errorTypes.invalidInput, `${where}: reward is ${String(record.reward)}, must be a finite number`);
   const reward = record.reward;
   const sequences = recordSequences(record, where, rules);
   return sequences.map((sequence, index) => ({
-    id: sampleId(record.trajectoryId, index, sequences.length), groupId: record.questionId || record.trajectoryId, reward,
-    tokenIds: sequence.tokenIds, lossMask: sequence.lossMask, behaviourLogprobs: sequence.logprobs,
-    policyVersions: sequence.versions, turnIndices: sequence.turns,
+    id: sampleId(record.trajectoryId, index, sequences.length),
+    groupId: record.questionId || record.trajectoryId,
+    reward,
+    tokenIds: sequence.tokenIds,
+    lossMask: sequence.lossMask,
+    behaviourLogprobs: sequence.logprobs,
+    policyVersions: sequence.versions,
+    turnIndices: sequence.turns,
   }));
 }
 
 /** SFT samples of one trajectory: the same sequences, cross-entropy on the generated tokens (no staleness rule). */
 export function sftSamples(record: TrainingRecord, where: string): SftSample[] {
   const sequences = recordSequences(record, where, null);
-  return sequences.map((sequence, index) => ({ id: sampleId(record.trajectoryId, index, sequences.length), tokenIds: sequence.tokenIds, lossMask: sequence.lossMask }));
+  return sequences.map((sequence, index) => ({
+    id: sampleId(record.trajectoryId, index, sequences.length),
+    tokenIds: sequence.tokenIds,
+    lossMask: sequence.lossMask,
+  }));
 }

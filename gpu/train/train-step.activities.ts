@@ -112,12 +112,23 @@ export function createTrainActivities(deps: TrainActivityDependencies) {
     fs.writeFileSync(manifestPath, JSON.stringify(manifest));
     deps.onEngineStart?.(manifestPath);
     const metrics = await runEngine({
-      python: deps.python, kind: plan.kind, manifestPath, onnx: deps.onnx ?? 'auto', threads: deps.threads ?? 0, signal,
-      onEvent: (event: EngineEvent) => { if (event.event === 'progress' || event.event === 'start') beat(event); },
+      python: deps.python,
+      kind: plan.kind,
+      manifestPath,
+      onnx: deps.onnx ?? 'auto',
+      threads: deps.threads ?? 0,
+      signal,
+      onEvent: (event: EngineEvent) => {
+        if (event.event === 'progress' || event.event === 'start') beat(event);
+      },
     });
     beat({ event: 'uploading' });
     const row = await publishTrainedVersion({
-      blobs: deps.blobs, versions: deps.versions, dir: outputDir, version: plan.outputVersion, onFile: (name) => beat({ event: 'uploaded', file: name }),
+      blobs: deps.blobs,
+      versions: deps.versions,
+      dir: outputDir,
+      version: plan.outputVersion,
+      onFile: (name) => beat({ event: 'uploaded', file: name }),
       training: { runId: plan.runId, step: plan.step, kind: plan.kind, baseVersion: plan.baseVersion, metrics },
     });
     return { version: row.version, metrics, modelKey: row.blobPrefix, trained: true };
@@ -127,13 +138,17 @@ export function createTrainActivities(deps: TrainActivityDependencies) {
   async function runStep(activity: string, prepare: () => Promise<StepPlan>): Promise<TrainStepOutput> {
     const context = Context.current();
     let last: unknown = { event: 'validating' };
-    const beat = (details: unknown) => { last = details; context.heartbeat(details); };
+    const beat = (details: unknown) => {
+      last = details;
+      context.heartbeat(details);
+    };
     const timer = setInterval(() => context.heartbeat(last), deps.heartbeatMs ?? 5000);
     try {
       const plan = await prepare();
       return (await alreadyPublished(plan)) ?? (await train(plan, beat, context.cancellationSignal));
     } catch (error) {
-      if (context.cancellationSignal.aborted && !(error instanceof ApplicationFailure)) throw new CancelledFailure(`${activity} cancelled; the engine was stopped`);
+      if (context.cancellationSignal.aborted && !(error instanceof ApplicationFailure))
+        throw new CancelledFailure(`${activity} cancelled; the engine was stopped`);
       throw toApplicationFailure(error, activity);
     } finally {
       clearInterval(timer);
@@ -150,10 +165,22 @@ export function createTrainActivities(deps: TrainActivityDependencies) {
         const records = await readBatch(deps, input.runId, input.trajectoryIds);
         const samples = batchRlSamples(records, { baseVersion: input.baseVersion, eta: ppo.maxStaleness }, ppo.groupNormalise);
         return {
-          kind: 'rl', runId: input.runId, step: input.step, baseVersion: input.baseVersion, outputVersion: input.outputVersion, baseRow,
+          kind: 'rl',
+          runId: input.runId,
+          step: input.step,
+          baseVersion: input.baseVersion,
+          outputVersion: input.outputVersion,
+          baseRow,
           manifest: (modelDir, outputDir) => ({
-            schemaVersion: 1, kind: 'rl', runId: input.runId, step: input.step, basePolicy: { version: input.baseVersion, modelDir },
-            outputDir, outputPolicyVersion: input.outputVersion, hyperparameters: input.hyperparameters, samples,
+            schemaVersion: 1,
+            kind: 'rl',
+            runId: input.runId,
+            step: input.step,
+            basePolicy: { version: input.baseVersion, modelDir },
+            outputDir,
+            outputPolicyVersion: input.outputVersion,
+            hyperparameters: input.hyperparameters,
+            samples,
           }),
         };
       });
@@ -168,10 +195,22 @@ export function createTrainActivities(deps: TrainActivityDependencies) {
         const baseRow = await registeredBase(input.baseVersion);
         const samples = batchSftSamples(await readBatch(deps, input.runId, input.trajectoryIds));
         return {
-          kind: 'sft', runId: input.runId, step: input.step, baseVersion: input.baseVersion, outputVersion: input.outputVersion, baseRow,
+          kind: 'sft',
+          runId: input.runId,
+          step: input.step,
+          baseVersion: input.baseVersion,
+          outputVersion: input.outputVersion,
+          baseRow,
           manifest: (modelDir, outputDir) => ({
-            schemaVersion: 1, kind: 'sft', runId: input.runId, step: input.step, basePolicy: { version: input.baseVersion, modelDir },
-            outputDir, outputPolicyVersion: input.outputVersion, hyperparameters: input.hyperparameters, samples,
+            schemaVersion: 1,
+            kind: 'sft',
+            runId: input.runId,
+            step: input.step,
+            basePolicy: { version: input.baseVersion, modelDir },
+            outputDir,
+            outputPolicyVersion: input.outputVersion,
+            hyperparameters: input.hyperparameters,
+            samples,
           }),
         };
       });

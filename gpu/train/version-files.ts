@@ -16,7 +16,11 @@ import { errorTypes, LonghaulError } from '../../workflows/contracts/errors.js';
 
 /** Provenance of a trained version, stored in its row's manifest. */
 export const trainingRecordSchema = z.object({
-  runId: z.string(), step: z.number().int(), kind: z.enum(['rl', 'sft']), baseVersion: z.number().int(), metrics: z.record(z.string(), z.unknown()),
+  runId: z.string(),
+  step: z.number().int(),
+  kind: z.enum(['rl', 'sft']),
+  baseVersion: z.number().int(),
+  metrics: z.record(z.string(), z.unknown()),
 });
 export type TrainingRecord = z.infer<typeof trainingRecordSchema>;
 
@@ -52,7 +56,10 @@ export async function stageVersion(blobs: BlobStore, row: PolicyVersionRow, cach
     const body = await blobs.get(row.blobPrefix + file.name);
     if (sha256(body) !== file.sha256) {
       fs.rmSync(staging, { recursive: true, force: true });
-      throw new LonghaulError(errorTypes.corrupt, `policy version ${row.version}: ${row.blobPrefix}${file.name} does not match its registered sha256`);
+      throw new LonghaulError(
+        errorTypes.corrupt,
+        `policy version ${row.version}: ${row.blobPrefix}${file.name} does not match its registered sha256`,
+      );
     }
     fs.writeFileSync(path.join(staging, file.name), body);
   }
@@ -97,7 +104,14 @@ export async function publishTrainedVersion(options: PublishTrainedOptions): Pro
   }
   const modelManifest = readModelManifest(dir);
   const name = typeof modelManifest.name === 'string' ? modelManifest.name : 'trained-policy';
-  const row: PolicyVersionRow = { version, name, blobPrefix: prefix, files, manifest: { ...modelManifest, training }, parentVersion: training.baseVersion };
+  const row: PolicyVersionRow = {
+    version,
+    name,
+    blobPrefix: prefix,
+    files,
+    manifest: { ...modelManifest, training },
+    parentVersion: training.baseVersion,
+  };
   const { inserted } = await versions.register(row);
   if (inserted) return row;
   const existing = await versions.get(version);
@@ -109,5 +123,9 @@ export async function publishTrainedVersion(options: PublishTrainedOptions): Pro
 /** Another run, step or model owns that version number: refused, never overwritten. */
 export function versionTaken(version: number, row: PolicyVersionRow | undefined): LonghaulError {
   const owner = row && trainingOf(row);
-  return new LonghaulError(errorTypes.invalidInput, `policy version ${version} is already registered${owner ? ` by run ${owner.runId} step ${owner.step}` : ` (${row?.name ?? 'another model'})`}; refusing to overwrite it`, { field: 'outputVersion' });
+  return new LonghaulError(
+    errorTypes.invalidInput,
+    `policy version ${version} is already registered${owner ? ` by run ${owner.runId} step ${owner.step}` : ` (${row?.name ?? 'another model'})`}; refusing to overwrite it`,
+    { field: 'outputVersion' },
+  );
 }

@@ -70,16 +70,28 @@ describe('the openai backend', () => {
     assert.equal(remote.logprobs.length, 5);
   });
 
-  it('passes a bad request\'s reason from the server without retrying', async () => {
+  it("passes a bad request's reason from the server without retrying", async () => {
     const backend = createOpenAIBackend({ baseUrl: serve.baseUrl, model: 'tiny', api: 'chat' });
-    await assert.rejects(backend.generate({ prompt: 'hi', maxNewTokens: 2, stop: Array<string>(3).fill('x'), temperature: 3 }), (error: unknown) =>
-      (error instanceof LonghaulError && error.code === errorTypes.invalidInput) && error.message.endsWith('HTTP 400: temperature: Too big: expected number to be <=2'));
+    await assert.rejects(
+      backend.generate({ prompt: 'hi', maxNewTokens: 2, stop: Array<string>(3).fill('x'), temperature: 3 }),
+      (error: unknown) =>
+        error instanceof LonghaulError &&
+        error.code === errorTypes.invalidInput &&
+        error.message.endsWith('HTTP 400: temperature: Too big: expected number to be <=2'),
+    );
   });
 
   it('retries a 5xx with backoff and then succeeds', async () => {
-    const server = await scriptedServer([{ status: 503, body: { error: { message: 'warming up' } } }, { status: 502, body: 'bad gateway' }, { status: 200, body: okCompletion }]);
+    const server = await scriptedServer([
+      { status: 503, body: { error: { message: 'warming up' } } },
+      { status: 502, body: 'bad gateway' },
+      { status: 200, body: okCompletion },
+    ]);
     try {
-      const result = await createOpenAIBackend({ baseUrl: server.baseUrl, model: 'm', initialBackoffMs: 50 }).generate({ prompt, maxNewTokens: 4 });
+      const result = await createOpenAIBackend({ baseUrl: server.baseUrl, model: 'm', initialBackoffMs: 50 }).generate({
+        prompt,
+        maxNewTokens: 4,
+      });
       assert.equal(result.text, ' Everest');
       assert.deepEqual(result.tokenIds, []);
       assert.equal(server.arrivals.length, 3);
@@ -89,8 +101,11 @@ describe('the openai backend', () => {
     }
   });
 
-  it('waits for a 429\'s Retry-After before trying again', async () => {
-    const server = await scriptedServer([{ status: 429, headers: { 'retry-after': '1' }, body: { error: 'slow down' } }, { status: 200, body: okCompletion }]);
+  it("waits for a 429's Retry-After before trying again", async () => {
+    const server = await scriptedServer([
+      { status: 429, headers: { 'retry-after': '1' }, body: { error: 'slow down' } },
+      { status: 200, body: okCompletion },
+    ]);
     try {
       await createOpenAIBackend({ baseUrl: server.baseUrl, model: 'm', initialBackoffMs: 10 }).generate({ prompt, maxNewTokens: 4 });
       assert.ok(server.arrivals[1]! - server.arrivals[0]! >= 950, `waited ${server.arrivals[1]! - server.arrivals[0]!} ms`);
@@ -103,30 +118,46 @@ describe('the openai backend', () => {
     const closed = await scriptedServer([]);
     await closed.close();
     const backend = createOpenAIBackend({ baseUrl: closed.baseUrl, model: 'm', maxAttempts: 3, initialBackoffMs: 10 });
-    await assert.rejects(backend.generate({ prompt, maxNewTokens: 4 }), (error: unknown) =>
-      (error instanceof LonghaulError && error.code === errorTypes.unavailable) && error.message === `OpenAI-compatible server at ${closed.baseUrl} is unreachable or failing (ECONNREFUSED) after 3 attempts`);
+    await assert.rejects(
+      backend.generate({ prompt, maxNewTokens: 4 }),
+      (error: unknown) =>
+        error instanceof LonghaulError &&
+        error.code === errorTypes.unavailable &&
+        error.message === `OpenAI-compatible server at ${closed.baseUrl} is unreachable or failing (ECONNREFUSED) after 3 attempts`,
+    );
   });
 
   it('rejects a response without choices, naming the field', async () => {
     const server = await scriptedServer([{ status: 200, body: { choices: [] } }]);
     try {
-      await assert.rejects(createOpenAIBackend({ baseUrl: server.baseUrl, model: 'm' }).generate({ prompt, maxNewTokens: 4 }), (error: unknown) =>
-        (error instanceof LonghaulError && error.code === errorTypes.invalidInput) && error.message === '/completions response: choices: no choices');
+      await assert.rejects(
+        createOpenAIBackend({ baseUrl: server.baseUrl, model: 'm' }).generate({ prompt, maxNewTokens: 4 }),
+        (error: unknown) =>
+          error instanceof LonghaulError &&
+          error.code === errorTypes.invalidInput &&
+          error.message === '/completions response: choices: no choices',
+      );
     } finally {
       await server.close();
     }
   });
 
-  it('counts a token-less server\'s tokens from usage.completion_tokens and marks the generation untrainable', async () => {
+  it("counts a token-less server's tokens from usage.completion_tokens and marks the generation untrainable", async () => {
     const server = await startTokenlessServer({ reply: () => ' Mount Everest, in Nepal', completionTokens: () => 7 });
     try {
       for (const api of ['completions', 'chat'] as const) {
-        const result = await createOpenAIBackend({ baseUrl: `${server.url}/v1`, model: 'gguf', api }).generate({ prompt, maxNewTokens: 32 });
+        const result = await createOpenAIBackend({ baseUrl: `${server.url}/v1`, model: 'gguf', api }).generate({
+          prompt,
+          maxNewTokens: 32,
+        });
         assert.equal(result.text, ' Mount Everest, in Nepal');
         assert.deepEqual(result.tokenIds, []);
         assert.deepEqual(result.untrainable, { missing: ['tokenIds', 'logprobs'], generatedTokens: 7, countedFrom: 'usage' });
       }
-      assert.deepEqual(server.calls.map((call) => call.path), ['/v1/completions', '/v1/chat/completions']);
+      assert.deepEqual(
+        server.calls.map((call) => call.path),
+        ['/v1/completions', '/v1/chat/completions'],
+      );
     } finally {
       await server.close();
     }
@@ -157,30 +188,56 @@ describe('the openai backend', () => {
   });
 
   it('streams from longhaul serve as server-sent events: the same tokens and text as the plain answer, then usage and [DONE]', async () => {
-    const post = (path: string, body: object) => fetch(`${serve.baseUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const post = (path: string, body: object) =>
+      fetch(`${serve.baseUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
     const chatBody = { model: 'tiny', messages: [{ role: 'user', content: 'Hello there' }], max_tokens: 6, temperature: 0, logprobs: true };
-    const plain = await (await post('/chat/completions', chatBody)).json() as { choices: { message: { content: string }; token_ids: number[] }[] };
+    const plain = (await (await post('/chat/completions', chatBody)).json()) as {
+      choices: { message: { content: string }; token_ids: number[] }[];
+    };
     const streamed = await post('/chat/completions', { ...chatBody, stream: true, stream_options: { include_usage: true } });
     assert.equal(streamed.status, 200);
     assert.equal(streamed.headers.get('content-type'), 'text/event-stream');
     const lines = (await streamed.text()).split('\n').filter((line) => line !== '');
-    assert.ok(lines.every((line) => line.startsWith('data: ')), 'every line is an SSE data line');
+    assert.ok(
+      lines.every((line) => line.startsWith('data: ')),
+      'every line is an SSE data line',
+    );
     assert.equal(lines.at(-1), 'data: [DONE]');
-    type Chunk = { object: string; choices: { delta: { role?: string; content?: string }; token_ids?: number[]; logprobs: { content: unknown[] } | null; finish_reason: string | null }[]; usage?: { completion_tokens: number } };
+    type Chunk = {
+      object: string;
+      choices: {
+        delta: { role?: string; content?: string };
+        token_ids?: number[];
+        logprobs: { content: unknown[] } | null;
+        finish_reason: string | null;
+      }[];
+      usage?: { completion_tokens: number };
+    };
     const chunks = lines.slice(0, -1).map((line) => JSON.parse(line.slice('data: '.length)) as Chunk);
     assert.ok(chunks.every((chunk) => chunk.object === 'chat.completion.chunk'));
     assert.equal(chunks[0]!.choices[0]!.delta.role, 'assistant');
     const choices = chunks.flatMap((chunk) => chunk.choices);
     assert.equal(choices.map((choice) => choice.delta.content ?? '').join(''), plain.choices[0]!.message.content);
-    assert.deepEqual(choices.flatMap((choice) => choice.token_ids ?? []), plain.choices[0]!.token_ids);
+    assert.deepEqual(
+      choices.flatMap((choice) => choice.token_ids ?? []),
+      plain.choices[0]!.token_ids,
+    );
     assert.equal(choices.filter((choice) => choice.logprobs !== null).length, plain.choices[0]!.token_ids.length, 'one logprob per token');
     assert.equal(choices.at(-1)!.finish_reason, plain.choices[0]!.token_ids.length === 6 ? 'length' : 'stop');
     assert.equal(chunks.at(-1)!.usage?.completion_tokens, plain.choices[0]!.token_ids.length);
 
-    const completion = await (await post('/completions', { model: 'tiny', prompt, max_tokens: 5, temperature: 0 })).json() as { choices: { text: string }[] };
-    const completionLines = (await (await post('/completions', { model: 'tiny', prompt, max_tokens: 5, temperature: 0, stream: true })).text()).split('\n').filter((line) => line !== '');
+    const completion = (await (await post('/completions', { model: 'tiny', prompt, max_tokens: 5, temperature: 0 })).json()) as {
+      choices: { text: string }[];
+    };
+    const completionLines = (
+      await (await post('/completions', { model: 'tiny', prompt, max_tokens: 5, temperature: 0, stream: true })).text()
+    )
+      .split('\n')
+      .filter((line) => line !== '');
     assert.equal(completionLines.at(-1), 'data: [DONE]');
-    const texts = completionLines.slice(0, -1).map((line) => (JSON.parse(line.slice('data: '.length)) as { object: string; choices: { text: string }[] }));
+    const texts = completionLines
+      .slice(0, -1)
+      .map((line) => JSON.parse(line.slice('data: '.length)) as { object: string; choices: { text: string }[] });
     assert.ok(texts.every((chunk) => chunk.object === 'text_completion'));
     assert.equal(texts.map((chunk) => chunk.choices[0]!.text).join(''), completion.choices[0]!.text);
     assert.equal(texts.length, 6, 'five token chunks and the finish chunk');

@@ -36,10 +36,18 @@ export interface OpenAIBackendOptions {
   readonly requestTokenIds?: boolean;
 }
 
-const sleep = (ms: number, signal?: AbortSignal) => new Promise<void>((resolve) => {
-  const timer = setTimeout(resolve, ms);
-  signal?.addEventListener('abort', () => { clearTimeout(timer); resolve(); }, { once: true });
-});
+const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      { once: true },
+    );
+  });
 
 /** Seconds or an HTTP date, as RFC 9110 allows; undefined when absent or unreadable. */
 export function retryAfterMs(header: string | null): number | undefined {
@@ -65,16 +73,22 @@ export function createOpenAIBackend(options: OpenAIBackendOptions): PolicyBacken
           method: 'POST',
           headers: { 'content-type': 'application/json', ...(options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {}) },
           body: JSON.stringify(body),
-          signal: signal ? AbortSignal.any([signal, AbortSignal.timeout(options.timeoutMs ?? 600_000)]) : AbortSignal.timeout(options.timeoutMs ?? 600_000),
+          signal: signal
+            ? AbortSignal.any([signal, AbortSignal.timeout(options.timeoutMs ?? 600_000)])
+            : AbortSignal.timeout(options.timeoutMs ?? 600_000),
         });
         const text = await response.text();
         if (response.ok) {
           const header = Number(response.headers.get('x-longhaul-policy-version'));
-          return { json: parseJson(text, path), version: Number.isInteger(header) && response.headers.has('x-longhaul-policy-version') ? header : lastVersion };
+          return {
+            json: parseJson(text, path),
+            version: Number.isInteger(header) && response.headers.has('x-longhaul-policy-version') ? header : lastVersion,
+          };
         }
         failure = `HTTP ${response.status}: ${serverMessage(text)}`;
         if (response.status === 429) wait = retryAfterMs(response.headers.get('retry-after')) ?? wait;
-        else if (response.status < 500) throw new LonghaulError(errorTypes.invalidInput, `${baseUrl}${path} rejected the request: ${failure}`);
+        else if (response.status < 500)
+          throw new LonghaulError(errorTypes.invalidInput, `${baseUrl}${path} rejected the request: ${failure}`);
       } catch (error) {
         if (LonghaulError.is(error)) throw error;
         if (signal?.aborted) return 'aborted';
@@ -83,7 +97,10 @@ export function createOpenAIBackend(options: OpenAIBackendOptions): PolicyBacken
       }
       if (attempt < maxAttempts) await sleep(wait, signal);
     }
-    throw new LonghaulError(errorTypes.unavailable, `OpenAI-compatible server at ${baseUrl} is unreachable or failing (${failure}) after ${maxAttempts} attempts`);
+    throw new LonghaulError(
+      errorTypes.unavailable,
+      `OpenAI-compatible server at ${baseUrl} is unreachable or failing (${failure}) after ${maxAttempts} attempts`,
+    );
   }
 
   const backend: PolicyBackend = {
@@ -91,26 +108,49 @@ export function createOpenAIBackend(options: OpenAIBackendOptions): PolicyBacken
     currentVersion: async () => lastVersion,
     async generate(rawRequest: GenerateRequest, signal?: AbortSignal): Promise<GenerateResult> {
       const request = parseGenerateRequest(rawRequest);
-      if ((request.prefixTokenIds?.length ?? 0) > 0) throw new LonghaulError(errorTypes.invalidInput, 'prefixTokenIds: the openai backend cannot resume a generation from token ids');
-      if (request.forcedText !== undefined) throw new LonghaulError(errorTypes.invalidInput, 'forcedText: the openai backend cannot score forced text; run warm-start trajectories on the onnx backend');
+      if ((request.prefixTokenIds?.length ?? 0) > 0)
+        throw new LonghaulError(errorTypes.invalidInput, 'prefixTokenIds: the openai backend cannot resume a generation from token ids');
+      if (request.forcedText !== undefined)
+        throw new LonghaulError(
+          errorTypes.invalidInput,
+          'forcedText: the openai backend cannot score forced text; run warm-start trajectories on the onnx backend',
+        );
       const chat = request.messages !== undefined || options.api === 'chat';
       const common = {
-        model: options.model, max_tokens: request.maxNewTokens, temperature: request.temperature ?? 0, top_p: request.topP ?? 1,
-        ...(request.seed !== undefined ? { seed: request.seed } : {}), ...(request.stop?.length ? { stop: request.stop } : {}),
-        ...(options.requestTokenIds ?? true ? { return_tokens_as_token_ids: true } : {}),
+        model: options.model,
+        max_tokens: request.maxNewTokens,
+        temperature: request.temperature ?? 0,
+        top_p: request.topP ?? 1,
+        ...(request.seed !== undefined ? { seed: request.seed } : {}),
+        ...(request.stop?.length ? { stop: request.stop } : {}),
+        ...((options.requestTokenIds ?? true) ? { return_tokens_as_token_ids: true } : {}),
       };
       const body = chat
         ? { ...common, messages: request.messages ?? [{ role: 'user', content: request.prompt }], logprobs: true }
         : { ...common, prompt: request.prompt, logprobs: 1 };
       const answer = await post(chat ? '/chat/completions' : '/completions', body, signal);
-      if (answer === 'aborted') return { text: '', promptTokenIds: [], tokenIds: [], logprobs: [], tokenVersions: [], policyVersion: lastVersion, finishReason: 'interrupted' };
+      if (answer === 'aborted')
+        return {
+          text: '',
+          promptTokenIds: [],
+          tokenIds: [],
+          logprobs: [],
+          tokenVersions: [],
+          policyVersion: lastVersion,
+          finishReason: 'interrupted',
+        };
       lastVersion = answer.version;
       const completion = chat ? fromChat(answer.json) : fromCompletion(answer.json);
       const untrainable = missingTokenData(completion);
       return {
-        text: completion.text, promptTokenIds: completion.promptTokenIds, tokenIds: completion.tokenIds, logprobs: completion.logprobs,
-        tokenVersions: completion.tokenIds.map(() => answer.version), policyVersion: answer.version,
-        finishReason: completion.finishReason === 'length' ? 'length' : 'stop', ...(untrainable ? { untrainable } : {}),
+        text: completion.text,
+        promptTokenIds: completion.promptTokenIds,
+        tokenIds: completion.tokenIds,
+        logprobs: completion.logprobs,
+        tokenVersions: completion.tokenIds.map(() => answer.version),
+        policyVersion: answer.version,
+        finishReason: completion.finishReason === 'length' ? 'length' : 'stop',
+        ...(untrainable ? { untrainable } : {}),
       };
     },
     /** Asks the server for a few tokens the way trajectories do and looks for token ids and logprobs in the answer. */
@@ -118,11 +158,16 @@ export function createOpenAIBackend(options: OpenAIBackendOptions): PolicyBacken
       const probe = await backend.generate({ prompt: 'The capital of France is', maxNewTokens: 4, temperature: 0 });
       const where = `${baseUrl}${options.api === 'chat' ? '/chat/completions' : '/completions'} (model ${JSON.stringify(options.model)})`;
       if (probe.finishReason === 'interrupted' || (probe.text === '' && probe.tokenIds.length === 0)) {
-        return { tokenIds: false, logprobs: false, detail: `probed ${where}: it generated nothing, so token ids and logprobs could not be seen` };
+        return {
+          tokenIds: false,
+          logprobs: false,
+          detail: `probed ${where}: it generated nothing, so token ids and logprobs could not be seen`,
+        };
       }
       const missing = probe.untrainable?.missing ?? [];
       return {
-        tokenIds: !missing.includes('tokenIds'), logprobs: !missing.includes('logprobs'),
+        tokenIds: !missing.includes('tokenIds'),
+        logprobs: !missing.includes('logprobs'),
         detail: `probed ${where}: ${missing.length === 0 ? 'token ids and logprobs present' : `no ${missing.map((field) => (field === 'tokenIds' ? 'token ids' : 'logprobs')).join(' and no ')} in the response`}`,
       };
     },
@@ -138,7 +183,13 @@ export function createOpenAIBackend(options: OpenAIBackendOptions): PolicyBacken
 export function configuredJudge(settings: Config['judge']): Judge | undefined {
   if (settings.baseUrl === null) return undefined;
   const backend = createOpenAIBackend({
-    baseUrl: settings.baseUrl, model: settings.model, apiKey: settings.apiKey, api: 'chat', requestTokenIds: false, maxAttempts: 2, timeoutMs: 60_000,
+    baseUrl: settings.baseUrl,
+    model: settings.model,
+    apiKey: settings.apiKey,
+    api: 'chat',
+    requestTokenIds: false,
+    maxAttempts: 2,
+    timeoutMs: 60_000,
   });
   return { backend, model: settings.model, baseUrl: settings.baseUrl };
 }
@@ -146,12 +197,16 @@ export function configuredJudge(settings: Config['judge']): Judge | undefined {
 /** What a completion lacks for training, with its token count from the best source there is; undefined when complete. */
 export function missingTokenData(completion: Completion): GenerateResult['untrainable'] {
   const { tokenIds, logprobs, text, completionTokens } = completion;
-  const count = tokenIds.length > 0 ? tokenIds.length : completionTokens ?? (text === '' ? 0 : Math.ceil(text.length / 4));
+  const count = tokenIds.length > 0 ? tokenIds.length : (completionTokens ?? (text === '' ? 0 : Math.ceil(text.length / 4)));
   const missing: ('tokenIds' | 'logprobs')[] = [];
   if (tokenIds.length === 0 && count > 0) missing.push('tokenIds');
   if (logprobs.length < count) missing.push('logprobs');
   if (missing.length === 0) return undefined;
-  return { missing, generatedTokens: count, countedFrom: tokenIds.length > 0 ? 'tokenIds' : completionTokens !== undefined ? 'usage' : 'estimate' };
+  return {
+    missing,
+    generatedTokens: count,
+    countedFrom: tokenIds.length > 0 ? 'tokenIds' : completionTokens !== undefined ? 'usage' : 'estimate',
+  };
 }
 
 function parseJson(text: string, path: string): unknown {
@@ -165,32 +220,50 @@ function parseJson(text: string, path: string): unknown {
 function serverMessage(text: string): string {
   try {
     const body = JSON.parse(text) as { error?: { message?: string } | string; message?: string };
-    const message = typeof body.error === 'string' ? body.error : body.error?.message ?? body.message;
+    const message = typeof body.error === 'string' ? body.error : (body.error?.message ?? body.message);
     if (message) return message.slice(0, 500);
-  } catch { /* not JSON */ }
+  } catch {
+    /* not JSON */
+  }
   return text.slice(0, 500) || '(empty body)';
 }
 
 function fromCompletion(json: unknown): Completion {
   const parsed = completionResponseSchema.safeParse(json);
-  if (!parsed.success) throw new LonghaulError(errorTypes.invalidInput, `/completions response: ${parsed.error.issues[0]!.path.join('.')}: ${parsed.error.issues[0]!.message}`);
+  if (!parsed.success)
+    throw new LonghaulError(
+      errorTypes.invalidInput,
+      `/completions response: ${parsed.error.issues[0]!.path.join('.')}: ${parsed.error.issues[0]!.message}`,
+    );
   const choice = parsed.data.choices[0]!;
   const tokens = parseTokens(choice.logprobs?.tokens ?? [], choice.token_ids);
   const logprobs = (choice.logprobs?.token_logprobs ?? []).filter((value): value is number => typeof value === 'number');
   return {
-    text: choice.text ?? '', finishReason: choice.finish_reason ?? 'stop', tokenIds: tokens, logprobs, promptTokenIds: choice.prompt_token_ids ?? parsed.data.prompt_token_ids ?? [],
+    text: choice.text ?? '',
+    finishReason: choice.finish_reason ?? 'stop',
+    tokenIds: tokens,
+    logprobs,
+    promptTokenIds: choice.prompt_token_ids ?? parsed.data.prompt_token_ids ?? [],
     ...completionTokensOf(parsed.data.usage),
   };
 }
 
 function fromChat(json: unknown): Completion {
   const parsed = chatResponseSchema.safeParse(json);
-  if (!parsed.success) throw new LonghaulError(errorTypes.invalidInput, `/chat/completions response: ${parsed.error.issues[0]!.path.join('.')}: ${parsed.error.issues[0]!.message}`);
+  if (!parsed.success)
+    throw new LonghaulError(
+      errorTypes.invalidInput,
+      `/chat/completions response: ${parsed.error.issues[0]!.path.join('.')}: ${parsed.error.issues[0]!.message}`,
+    );
   const choice = parsed.data.choices[0]!;
   const content = choice.logprobs?.content ?? [];
   return {
-    text: choice.message?.content ?? '', finishReason: choice.finish_reason ?? 'stop',
-    tokenIds: parseTokens(content.map((entry) => entry.token ?? ''), choice.token_ids),
+    text: choice.message?.content ?? '',
+    finishReason: choice.finish_reason ?? 'stop',
+    tokenIds: parseTokens(
+      content.map((entry) => entry.token ?? ''),
+      choice.token_ids,
+    ),
     logprobs: content.map((entry) => entry.logprob).filter((value): value is number => typeof value === 'number'),
     promptTokenIds: choice.prompt_token_ids ?? parsed.data.prompt_token_ids ?? [],
     ...completionTokensOf(parsed.data.usage),

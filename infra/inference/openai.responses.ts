@@ -1,38 +1,66 @@
 /** Lenient schemas of OpenAI-compatible responses: only what we read, everything else optional. */
 import { z } from 'zod';
 
-const tokenIds = z.array(z.number().int()).nullish().transform((value) => value ?? undefined);
+const tokenIds = z
+  .array(z.number().int())
+  .nullish()
+  .transform((value) => value ?? undefined);
 /** OpenAI's token counts; only `completion_tokens` is read (servers without token ids still send it, e.g. llama.cpp). */
-const usage = z.object({ completion_tokens: z.number().int().min(0).nullish() }).passthrough().nullish();
+const usage = z
+  .object({ completion_tokens: z.number().int().min(0).nullish() })
+  .passthrough()
+  .nullish();
 
-export const completionResponseSchema = z.object({
-  prompt_token_ids: tokenIds,
-  usage,
-  choices: z.array(z.object({
-    text: z.string().nullish(),
-    finish_reason: z.string().nullish(),
-    token_ids: tokenIds,
+export const completionResponseSchema = z
+  .object({
     prompt_token_ids: tokenIds,
-    logprobs: z.object({
-      tokens: z.array(z.string()).nullish(),
-      token_logprobs: z.array(z.number().nullable()).nullish(),
-    }).passthrough().nullish(),
-  }).passthrough()).min(1, 'no choices'),
-}).passthrough();
+    usage,
+    choices: z
+      .array(
+        z
+          .object({
+            text: z.string().nullish(),
+            finish_reason: z.string().nullish(),
+            token_ids: tokenIds,
+            prompt_token_ids: tokenIds,
+            logprobs: z
+              .object({
+                tokens: z.array(z.string()).nullish(),
+                token_logprobs: z.array(z.number().nullable()).nullish(),
+              })
+              .passthrough()
+              .nullish(),
+          })
+          .passthrough(),
+      )
+      .min(1, 'no choices'),
+  })
+  .passthrough();
 
-export const chatResponseSchema = z.object({
-  prompt_token_ids: tokenIds,
-  usage,
-  choices: z.array(z.object({
-    message: z.object({ content: z.string().nullish() }).passthrough().nullish(),
-    finish_reason: z.string().nullish(),
-    token_ids: tokenIds,
+export const chatResponseSchema = z
+  .object({
     prompt_token_ids: tokenIds,
-    logprobs: z.object({
-      content: z.array(z.object({ token: z.string().nullish(), logprob: z.number().nullish() }).passthrough()).nullish(),
-    }).passthrough().nullish(),
-  }).passthrough()).min(1, 'no choices'),
-}).passthrough();
+    usage,
+    choices: z
+      .array(
+        z
+          .object({
+            message: z.object({ content: z.string().nullish() }).passthrough().nullish(),
+            finish_reason: z.string().nullish(),
+            token_ids: tokenIds,
+            prompt_token_ids: tokenIds,
+            logprobs: z
+              .object({
+                content: z.array(z.object({ token: z.string().nullish(), logprob: z.number().nullish() }).passthrough()).nullish(),
+              })
+              .passthrough()
+              .nullish(),
+          })
+          .passthrough(),
+      )
+      .min(1, 'no choices'),
+  })
+  .passthrough();
 
 export interface Completion {
   readonly text: string;

@@ -40,7 +40,10 @@ export interface ServerSyncOptions {
 /** The LoRA adapter name a version is loaded under in vLLM (and the model name requests then use). */
 export const loraAdapterName = (version: number) => `longhaul-v${version}`;
 
-interface Answer { readonly status: number; readonly text: string }
+interface Answer {
+  readonly status: number;
+  readonly text: string;
+}
 
 function post(url: string, body: object, options: ServerSyncOptions, signal?: AbortSignal): Promise<Answer> {
   const payload = JSON.stringify(body);
@@ -48,15 +51,25 @@ function post(url: string, body: object, options: ServerSyncOptions, signal?: Ab
   const client = target.protocol === 'https:' ? https : http;
   const timeoutMs = options.timeoutMs ?? 1_800_000;
   return new Promise((resolve, reject) => {
-    const request = client.request(target, {
-      method: 'POST', timeout: timeoutMs, ...(signal ? { signal } : {}),
-      headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), ...(options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {}) },
-    }, (response) => {
-      const chunks: Buffer[] = [];
-      response.on('data', (chunk: Buffer) => chunks.push(chunk));
-      response.on('end', () => resolve({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
-      response.on('error', reject);
-    });
+    const request = client.request(
+      target,
+      {
+        method: 'POST',
+        timeout: timeoutMs,
+        ...(signal ? { signal } : {}),
+        headers: {
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(payload),
+          ...(options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {}),
+        },
+      },
+      (response) => {
+        const chunks: Buffer[] = [];
+        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        response.on('end', () => resolve({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+        response.on('error', reject);
+      },
+    );
     request.on('timeout', () => request.destroy(Object.assign(new Error(`no answer within ${timeoutMs} ms`), { code: 'ETIMEDOUT' })));
     request.on('error', reject);
     request.end(payload);
@@ -71,9 +84,13 @@ async function call(url: string, body: object, options: ServerSyncOptions, serve
   } catch (error) {
     if (signal?.aborted) throw error;
     const reason = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
-    throw new LonghaulError(errorTypes.unavailable, `${server} at ${url} is unreachable (${reason}); start it or fix LONGHAUL_WEIGHT_SYNC_URL`);
+    throw new LonghaulError(
+      errorTypes.unavailable,
+      `${server} at ${url} is unreachable (${reason}); start it or fix LONGHAUL_WEIGHT_SYNC_URL`,
+    );
   }
-  if (answer.status >= 500) throw new LonghaulError(errorTypes.unavailable, `${server} at ${url} failed with HTTP ${answer.status}: ${serverMessage(answer.text)}`);
+  if (answer.status >= 500)
+    throw new LonghaulError(errorTypes.unavailable, `${server} at ${url} failed with HTTP ${answer.status}: ${serverMessage(answer.text)}`);
   return answer;
 }
 
@@ -85,17 +102,26 @@ function parseJson(text: string): unknown {
   }
 }
 
-const errorBodySchema = z.object({
-  error: z.object({ message: z.string().nullish() }).passthrough().nullish(),
-  message: z.string().nullish(),
-  detail: z.union([z.string(), z.array(z.object({ loc: z.array(z.union([z.string(), z.number()])).nullish(), msg: z.string().nullish() }).passthrough())]).nullish(),
-}).passthrough();
+const errorBodySchema = z
+  .object({
+    error: z.object({ message: z.string().nullish() }).passthrough().nullish(),
+    message: z.string().nullish(),
+    detail: z
+      .union([
+        z.string(),
+        z.array(z.object({ loc: z.array(z.union([z.string(), z.number()])).nullish(), msg: z.string().nullish() }).passthrough()),
+      ])
+      .nullish(),
+  })
+  .passthrough();
 
 /** The human part of an error body: OpenAI-style error, SGLang's message, FastAPI's detail, or the text. */
 function serverMessage(text: string): string {
   const parsed = errorBodySchema.safeParse(parseJson(text));
   const body = parsed.success ? parsed.data : {};
-  const detail = Array.isArray(body.detail) ? body.detail.map((item) => `${(item.loc ?? []).join('.')}: ${item.msg ?? 'invalid'}`).join('; ') : body.detail;
+  const detail = Array.isArray(body.detail)
+    ? body.detail.map((item) => `${(item.loc ?? []).join('.')}: ${item.msg ?? 'invalid'}`).join('; ')
+    : body.detail;
   return body.error?.message ?? body.message ?? detail ?? (text.trim().slice(0, 300) || '(empty answer)');
 }
 
@@ -104,10 +130,12 @@ const sentence = (message: string) => message.trim().replace(/\.+$/, '');
 
 const isFastApiNotFound = (answer: Answer) => answer.status === 404 && serverMessage(answer.text) === 'Not Found';
 
-const sglangAnswerSchema = z.object({
-  success: z.union([z.boolean(), z.enum(['True', 'False', 'true', 'false']).transform((value) => value.toLowerCase() === 'true')]),
-  message: z.string().nullish(),
-}).passthrough();
+const sglangAnswerSchema = z
+  .object({
+    success: z.union([z.boolean(), z.enum(['True', 'False', 'true', 'false']).transform((value) => value.toLowerCase() === 'true')]),
+    message: z.string().nullish(),
+  })
+  .passthrough();
 
 export function createSglangWeightSync(options: ServerSyncOptions & { readonly loadFormat?: string }): WeightSync {
   const endpoint = `${options.url.replace(/\/+$/, '')}/update_weights_from_disk`;
@@ -117,14 +145,26 @@ export function createSglangWeightSync(options: ServerSyncOptions & { readonly l
       progress('materializing');
       const folder = await options.folderOf(version);
       progress('updating server');
-      const answer = await call(endpoint, { model_path: folder, ...(options.loadFormat ? { load_format: options.loadFormat } : {}) }, options, 'SGLang', signal);
+      const answer = await call(
+        endpoint,
+        { model_path: folder, ...(options.loadFormat ? { load_format: options.loadFormat } : {}) },
+        options,
+        'SGLang',
+        signal,
+      );
       const parsed = sglangAnswerSchema.safeParse(parseJson(answer.text));
       if (!parsed.success && isFastApiNotFound(answer)) {
-        throw new LonghaulError(errorTypes.invalidInput, `${endpoint} does not exist (HTTP 404): that server has no update_weights_from_disk; upgrade SGLang, or set LONGHAUL_WEIGHT_SYNC to match the server`);
+        throw new LonghaulError(
+          errorTypes.invalidInput,
+          `${endpoint} does not exist (HTTP 404): that server has no update_weights_from_disk; upgrade SGLang, or set LONGHAUL_WEIGHT_SYNC to match the server`,
+        );
       }
       if (!parsed.success || !parsed.data.success) {
-        const message = parsed.success ? parsed.data.message ?? '(no message)' : `HTTP ${answer.status}: ${serverMessage(answer.text)}`;
-        throw new LonghaulError(errorTypes.invalidInput, `SGLang refused policy version ${version} from ${folder}: ${sentence(message)}. Fix: the folder must hold Hugging Face weights of the served architecture and be readable by the server (same machine or shared filesystem)`);
+        const message = parsed.success ? (parsed.data.message ?? '(no message)') : `HTTP ${answer.status}: ${serverMessage(answer.text)}`;
+        throw new LonghaulError(
+          errorTypes.invalidInput,
+          `SGLang refused policy version ${version} from ${folder}: ${sentence(message)}. Fix: the folder must hold Hugging Face weights of the served architecture and be readable by the server (same machine or shared filesystem)`,
+        );
       }
       progress('switching local backend');
       await options.afterUpdate?.(version);
@@ -132,7 +172,9 @@ export function createSglangWeightSync(options: ServerSyncOptions & { readonly l
   };
 }
 
-export function createVllmWeightSync(options: ServerSyncOptions & { /** Adapters kept loaded (older ones unloaded). @default 2 */ readonly keepAdapters?: number }): WeightSync {
+export function createVllmWeightSync(
+  options: ServerSyncOptions & { /** Adapters kept loaded (older ones unloaded). @default 2 */ readonly keepAdapters?: number },
+): WeightSync {
   const base = options.url.replace(/\/+$/, '');
   const keep = Math.max(1, options.keepAdapters ?? 2);
   const loaded: string[] = [];
@@ -147,11 +189,17 @@ export function createVllmWeightSync(options: ServerSyncOptions & { /** Adapters
       const answer = await call(endpoint, { lora_name: name, lora_path: folder }, options, 'vLLM', signal);
       const message = serverMessage(answer.text);
       if (isFastApiNotFound(answer)) {
-        throw new LonghaulError(errorTypes.invalidInput, `${endpoint} is not routed (HTTP 404): start vLLM with VLLM_ALLOW_RUNTIME_LORA_UPDATING=True and --enable-lora, or set LONGHAUL_WEIGHT_SYNC to match the server`);
+        throw new LonghaulError(
+          errorTypes.invalidInput,
+          `${endpoint} is not routed (HTTP 404): start vLLM with VLLM_ALLOW_RUNTIME_LORA_UPDATING=True and --enable-lora, or set LONGHAUL_WEIGHT_SYNC to match the server`,
+        );
       }
       const repeated = answer.status === 400 && message.includes('has already been loaded');
       if (answer.status !== 200 && !repeated) {
-        throw new LonghaulError(errorTypes.invalidInput, `vLLM refused LoRA adapter ${name} (policy version ${version}, ${folder}): HTTP ${answer.status}: ${sentence(message)}. Fix: the folder must hold a PEFT LoRA adapter (adapter_config.json + adapter_model.safetensors) of the served base model, readable by the server, within its --max-lora-rank`);
+        throw new LonghaulError(
+          errorTypes.invalidInput,
+          `vLLM refused LoRA adapter ${name} (policy version ${version}, ${folder}): HTTP ${answer.status}: ${sentence(message)}. Fix: the folder must hold a PEFT LoRA adapter (adapter_config.json + adapter_model.safetensors) of the served base model, readable by the server, within its --max-lora-rank`,
+        );
       }
       progress('switching local backend');
       await options.afterUpdate?.(version);
@@ -161,7 +209,8 @@ export function createVllmWeightSync(options: ServerSyncOptions & { /** Adapters
         const old = loaded[0]!;
         progress(`unloading ${old}`);
         const unloaded = await call(`${base}/v1/unload_lora_adapter`, { lora_name: old }, options, 'vLLM', signal);
-        if (unloaded.status !== 200 && unloaded.status !== 404) progress(`could not unload ${old}: HTTP ${unloaded.status}: ${serverMessage(unloaded.text)}`);
+        if (unloaded.status !== 200 && unloaded.status !== 404)
+          progress(`could not unload ${old}: HTTP ${unloaded.status}: ${serverMessage(unloaded.text)}`);
         loaded.shift();
       }
     },

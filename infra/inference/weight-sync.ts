@@ -30,7 +30,10 @@ export function classifySyncError(error: unknown, version: number): LonghaulErro
     const fix = /is not registered/.test(message)
       ? 'sync only registered versions (trainStep and `longhaul model prepare` register them)'
       : 'republish the version with complete files';
-    return new LonghaulError(errorTypes.invalidInput, `policy version ${version} cannot be served: ${message}; ${fix}. The worker keeps serving the version it had`);
+    return new LonghaulError(
+      errorTypes.invalidInput,
+      `policy version ${version} cannot be served: ${message}; ${fix}. The worker keeps serving the version it had`,
+    );
   }
   return new LonghaulError(errorTypes.unavailable, `policy version ${version} could not be loaded: ${message}`);
 }
@@ -44,11 +47,21 @@ async function guarded<T>(version: number, run: () => Promise<T>): Promise<T> {
 }
 
 function refusing(kind: WeightSyncKind, reason: string): WeightSync {
-  return { kind, async sync(version) { throw new LonghaulError(errorTypes.invalidInput, `policy version ${version} not synced: ${reason}`); } };
+  return {
+    kind,
+    async sync(version) {
+      throw new LonghaulError(errorTypes.invalidInput, `policy version ${version} not synced: ${reason}`);
+    },
+  };
 }
 
 export function noWeightSync(): WeightSync {
-  return { kind: 'none', async sync() { /* the serving side is managed elsewhere */ } };
+  return {
+    kind: 'none',
+    async sync() {
+      /* the serving side is managed elsewhere */
+    },
+  };
 }
 
 /** The in-place reload of the worker's own backend. */
@@ -67,19 +80,38 @@ export function createWeightSync(settings: Config['weightSync'], deps: WeightSyn
   const kind: WeightSyncKind = settings.kind;
   if (kind === 'none') return noWeightSync();
   if (kind === 'onnx') {
-    if (!deps.local) throw new LonghaulError(errorTypes.invalidInput, 'LONGHAUL_WEIGHT_SYNC=onnx needs a worker whose backend can reload (the gpu-infer worker); set LONGHAUL_WEIGHT_SYNC=none here (see docs/CONFIG.md).');
+    if (!deps.local)
+      throw new LonghaulError(
+        errorTypes.invalidInput,
+        'LONGHAUL_WEIGHT_SYNC=onnx needs a worker whose backend can reload (the gpu-infer worker); set LONGHAUL_WEIGHT_SYNC=none here (see docs/CONFIG.md).',
+      );
     // Refused per sync rather than at startup: the worker still serves trajectories that need no sync.
-    if (deps.backend === 'openai') return refusing('onnx', 'LONGHAUL_WEIGHT_SYNC=onnx reloads a local ONNX model, but this worker serves LONGHAUL_POLICY_BACKEND=openai, whose weights it cannot change; set LONGHAUL_WEIGHT_SYNC=sglang or vllm (the server is updated) or none (you update the server yourself)');
+    if (deps.backend === 'openai')
+      return refusing(
+        'onnx',
+        'LONGHAUL_WEIGHT_SYNC=onnx reloads a local ONNX model, but this worker serves LONGHAUL_POLICY_BACKEND=openai, whose weights it cannot change; set LONGHAUL_WEIGHT_SYNC=sglang or vllm (the server is updated) or none (you update the server yourself)',
+      );
     return createOnnxWeightSync(deps.local);
   }
   if (settings.url === null) {
-    throw new LonghaulError(errorTypes.invalidInput, `LONGHAUL_WEIGHT_SYNC_URL is required when LONGHAUL_WEIGHT_SYNC=${kind}: the server's base URL, e.g. http://127.0.0.1:30000 (or set LONGHAUL_OPENAI_BASE_URL; see docs/CONFIG.md).`);
+    throw new LonghaulError(
+      errorTypes.invalidInput,
+      `LONGHAUL_WEIGHT_SYNC_URL is required when LONGHAUL_WEIGHT_SYNC=${kind}: the server's base URL, e.g. http://127.0.0.1:30000 (or set LONGHAUL_OPENAI_BASE_URL; see docs/CONFIG.md).`,
+    );
   }
   const local = deps.local;
   const options = {
-    url: settings.url, apiKey: deps.apiKey ?? null,
+    url: settings.url,
+    apiKey: deps.apiKey ?? null,
     folderOf: (version: number) => guarded(version, () => deps.folderOf(version)),
-    ...(local ? { afterUpdate: (version: number) => guarded(version, async () => { await local.reload(version); }) } : {}),
+    ...(local
+      ? {
+          afterUpdate: (version: number) =>
+            guarded(version, async () => {
+              await local.reload(version);
+            }),
+        }
+      : {}),
   };
   return kind === 'sglang' ? createSglangWeightSync(options) : createVllmWeightSync(options);
 }

@@ -14,12 +14,22 @@ const oldestVersion = '(SELECT min(v) FROM unnest(t.versions) v)';
 const unused = 'NOT EXISTS (SELECT 1 FROM buffer_uses u WHERE u.trajectory_id = t.trajectory_id)';
 
 const candidateSchema = z.object({
-  trajectory_id: z.string(), question_id: z.string(), reward: z.number(), generated_tokens: z.number().int(),
-  oldest: z.number().int(), created_at: z.date(), group_mean: z.number().nullable(),
+  trajectory_id: z.string(),
+  question_id: z.string(),
+  reward: z.number(),
+  generated_tokens: z.number().int(),
+  oldest: z.number().int(),
+  created_at: z.date(),
+  group_mean: z.number().nullable(),
 });
 type Candidate = z.infer<typeof candidateSchema>;
 
-interface Group { members: Candidate[]; oldest: number; newest: number; priority: number }
+interface Group {
+  members: Candidate[];
+  oldest: number;
+  newest: number;
+  priority: number;
+}
 
 function groupsOf(candidates: Candidate[]): Group[] {
   const byKey = new Map<string, Candidate[]>();
@@ -31,7 +41,11 @@ function groupsOf(candidates: Candidate[]): Group[] {
     members: [...members].sort((a, b) => a.created_at.getTime() - b.created_at.getTime() || a.trajectory_id.localeCompare(b.trajectory_id)),
     oldest: Math.max(...members.map((member) => member.oldest)),
     newest: Math.max(...members.map((member) => member.created_at.getTime())),
-    priority: members.reduce((sum, member) => sum + Math.abs(member.reward - (member.group_mean ?? member.reward)) * Math.log(Math.E + member.generated_tokens), 0) / members.length,
+    priority:
+      members.reduce(
+        (sum, member) => sum + Math.abs(member.reward - (member.group_mean ?? member.reward)) * Math.log(Math.E + member.generated_tokens),
+        0,
+      ) / members.length,
   }));
 }
 
@@ -40,7 +54,9 @@ function selectTrajectories(candidates: Candidate[], request: ClaimBatchRequest)
   const fresher = (a: Group, b: Group) => b.oldest - a.oldest || b.newest - a.newest;
   const order = request.selection === 'priority' ? (a: Group, b: Group) => b.priority - a.priority || fresher(a, b) : fresher;
   const chosen: string[] = [];
-  for (const group of groupsOf(candidates).filter((g) => g.members.length >= (request.minGroupSize ?? 1)).sort(order)) {
+  for (const group of groupsOf(candidates)
+    .filter((g) => g.members.length >= (request.minGroupSize ?? 1))
+    .sort(order)) {
     const room = request.batchSize - chosen.length;
     if (group.members.length <= room) chosen.push(...group.members.map((member) => member.trajectory_id));
     else if (chosen.length === 0) chosen.push(...group.members.slice(0, room).map((member) => member.trajectory_id));
@@ -64,10 +80,15 @@ async function chooseAndLock(client: pg.ClientBase, request: ClaimBatchRequest):
         WHERE t.run_id = $1 AND ${unused} AND ${oldestVersion} >= $2 AND t.reward <> 'NaN'::float8 AND NOT (t.trajectory_id = ANY($3::text[]))`,
       [request.runId, request.currentVersion - request.eta, excluded],
     );
-    const chosen = selectTrajectories(found.rows.map((row) => candidateSchema.parse(row)), request);
+    const chosen = selectTrajectories(
+      found.rows.map((row) => candidateSchema.parse(row)),
+      request,
+    );
     if (chosen.length === 0) return [];
     const locked = await client.query<{ trajectory_id: string }>(
-      `SELECT t.trajectory_id FROM trajectories t WHERE t.trajectory_id = ANY($1::text[]) AND ${unused} FOR UPDATE SKIP LOCKED`, [chosen]);
+      `SELECT t.trajectory_id FROM trajectories t WHERE t.trajectory_id = ANY($1::text[]) AND ${unused} FOR UPDATE SKIP LOCKED`,
+      [chosen],
+    );
     const held = new Set(locked.rows.map((row) => row.trajectory_id));
     if (held.size === chosen.length) return chosen;
     excluded.push(...chosen.filter((id) => !held.has(id)));
@@ -97,8 +118,11 @@ async function claimOnce(client: pg.ClientBase, request: ClaimBatchRequest): Pro
 }
 
 const countsSchema = z.object({
-  unconsumed: z.coerce.number().int(), eligible: z.coerce.number().int(), consumed: z.coerce.number().int(),
-  dropped: z.coerce.number().int(), dropped_stale: z.coerce.number().int(),
+  unconsumed: z.coerce.number().int(),
+  eligible: z.coerce.number().int(),
+  consumed: z.coerce.number().int(),
+  dropped: z.coerce.number().int(),
+  dropped_stale: z.coerce.number().int(),
 });
 
 export function createPgTrajectoryBuffer(pool: pg.Pool): TrajectoryBuffer {
@@ -143,7 +167,13 @@ export function createPgTrajectoryBuffer(pool: pg.Pool): TrajectoryBuffer {
         [runId, currentVersion - eta],
       );
       const row = countsSchema.parse(result.rows[0]);
-      return { unconsumed: row.unconsumed, eligible: row.eligible, consumed: row.consumed, dropped: row.dropped, droppedStale: row.dropped_stale };
+      return {
+        unconsumed: row.unconsumed,
+        eligible: row.eligible,
+        consumed: row.consumed,
+        dropped: row.dropped,
+        droppedStale: row.dropped_stale,
+      };
     },
   };
 }

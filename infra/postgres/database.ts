@@ -18,7 +18,11 @@ export interface TransactionOptions<T> {
  * Run `work` in one transaction: COMMIT when it returns, ROLLBACK when it throws (the error is
  * rethrown). Given a pool, it takes a client of its own and releases it either way.
  */
-export async function withTransaction<T>(database: pg.Pool | pg.ClientBase, work: (client: pg.ClientBase) => Promise<T>, options: TransactionOptions<T> = {}): Promise<T> {
+export async function withTransaction<T>(
+  database: pg.Pool | pg.ClientBase,
+  work: (client: pg.ClientBase) => Promise<T>,
+  options: TransactionOptions<T> = {},
+): Promise<T> {
   const client = database instanceof pg.Pool ? await database.connect() : database;
   try {
     await client.query(options.readOnly ? 'BEGIN TRANSACTION READ ONLY' : 'BEGIN');

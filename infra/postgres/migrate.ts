@@ -18,7 +18,8 @@ export interface Migration {
 }
 
 export function listMigrations(dir = MIGRATIONS_DIR): Migration[] {
-  return fs.readdirSync(dir)
+  return fs
+    .readdirSync(dir)
     .filter((file) => /^\d{4}_[a-z0-9_]+\.sql$/.test(file))
     .sort()
     .map((file) => ({ version: Number(file.slice(0, 4)), name: file.slice(5, -4), sql: fs.readFileSync(path.join(dir, file), 'utf8') }));
@@ -31,7 +32,9 @@ export async function migrate(databaseUrl: string, dir = MIGRATIONS_DIR): Promis
   const applied: number[] = [];
   try {
     await client.query('SELECT pg_advisory_lock($1)', [LOCK_KEY]);
-    await client.query('CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())');
+    await client.query(
+      'CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())',
+    );
     const done = new Set((await client.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map((row) => row.version));
     for (const migration of listMigrations(dir)) {
       if (done.has(migration.version)) continue;

@@ -14,7 +14,15 @@ const rowSchema = z.object({
 
 function toRow(raw: unknown): PolicyVersionRow {
   const row = rowSchema.parse(raw);
-  return { version: row.version, name: row.name, blobPrefix: row.blob_prefix, files: row.files, manifest: row.manifest, parentVersion: row.parent_version, createdAt: row.created_at };
+  return {
+    version: row.version,
+    name: row.name,
+    blobPrefix: row.blob_prefix,
+    files: row.files,
+    manifest: row.manifest,
+    parentVersion: row.parent_version,
+    createdAt: row.created_at,
+  };
 }
 
 const columns = 'version, name, blob_prefix, files, manifest, parent_version, created_at';

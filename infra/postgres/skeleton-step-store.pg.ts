@@ -14,7 +14,10 @@ export function createPgSkeletonStepStore(pool: pg.Pool): SkeletonStepStore {
       return { inserted: result.rowCount === 1 };
     },
     async list(workflowId) {
-      const result = await pool.query('SELECT workflow_id, step, blob_key, attempt FROM skeleton_steps WHERE workflow_id = $1 ORDER BY step', [workflowId]);
+      const result = await pool.query(
+        'SELECT workflow_id, step, blob_key, attempt FROM skeleton_steps WHERE workflow_id = $1 ORDER BY step',
+        [workflowId],
+      );
       return result.rows.map((raw) => {
         const row = rowSchema.parse(raw);
         return { workflowId: row.workflow_id, step: row.step, blobKey: row.blob_key, attempt: row.attempt };

@@ -3,10 +3,21 @@ import { z } from 'zod';
 import type { TrajectoryStore } from '../../activities/ports/trajectory-store.port.js';
 
 const rowSchema = z.object({
-  trajectory_id: z.string(), run_id: z.string(), dataset: z.string(), question_id: z.string(), question: z.string(),
-  answer: z.string().nullable(), gold: z.array(z.string()), reward: z.number(), reward_parts: z.record(z.string(), z.number()),
-  stop_reason: z.string(), turns: z.number().int(), invalid_steps: z.number().int(), generated_tokens: z.number().int(),
-  versions: z.array(z.number().int()), record_key: z.string(),
+  trajectory_id: z.string(),
+  run_id: z.string(),
+  dataset: z.string(),
+  question_id: z.string(),
+  question: z.string(),
+  answer: z.string().nullable(),
+  gold: z.array(z.string()),
+  reward: z.number(),
+  reward_parts: z.record(z.string(), z.number()),
+  stop_reason: z.string(),
+  turns: z.number().int(),
+  invalid_steps: z.number().int(),
+  generated_tokens: z.number().int(),
+  versions: z.array(z.number().int()),
+  record_key: z.string(),
 });
 
 export function createPgTrajectoryStore(pool: pg.Pool): TrajectoryStore {
@@ -16,8 +27,23 @@ export function createPgTrajectoryStore(pool: pg.Pool): TrajectoryStore {
         `INSERT INTO trajectories (trajectory_id, run_id, dataset, question_id, question, answer, gold, reward, reward_parts, stop_reason,
            turns, invalid_steps, generated_tokens, versions, record_key)
          VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15) ON CONFLICT (trajectory_id) DO NOTHING`,
-        [row.trajectoryId, row.runId, row.dataset, row.questionId, row.question, row.answer, JSON.stringify(row.gold), row.reward,
-          JSON.stringify(row.rewardParts), row.stopReason, row.turns, row.invalidSteps, row.generatedTokens, row.versions, row.recordKey],
+        [
+          row.trajectoryId,
+          row.runId,
+          row.dataset,
+          row.questionId,
+          row.question,
+          row.answer,
+          JSON.stringify(row.gold),
+          row.reward,
+          JSON.stringify(row.rewardParts),
+          row.stopReason,
+          row.turns,
+          row.invalidSteps,
+          row.generatedTokens,
+          row.versions,
+          row.recordKey,
+        ],
       );
       return result.rowCount === 1;
     },
@@ -26,9 +52,21 @@ export function createPgTrajectoryStore(pool: pg.Pool): TrajectoryStore {
       if (result.rowCount === 0) return undefined;
       const row = rowSchema.parse(result.rows[0]);
       return {
-        trajectoryId: row.trajectory_id, runId: row.run_id, dataset: row.dataset, questionId: row.question_id, question: row.question,
-        answer: row.answer, gold: row.gold, reward: row.reward, rewardParts: row.reward_parts, stopReason: row.stop_reason, turns: row.turns,
-        invalidSteps: row.invalid_steps, generatedTokens: row.generated_tokens, versions: row.versions, recordKey: row.record_key,
+        trajectoryId: row.trajectory_id,
+        runId: row.run_id,
+        dataset: row.dataset,
+        questionId: row.question_id,
+        question: row.question,
+        answer: row.answer,
+        gold: row.gold,
+        reward: row.reward,
+        rewardParts: row.reward_parts,
+        stopReason: row.stop_reason,
+        turns: row.turns,
+        invalidSteps: row.invalid_steps,
+        generatedTokens: row.generated_tokens,
+        versions: row.versions,
+        recordKey: row.record_key,
       };
     },
   };

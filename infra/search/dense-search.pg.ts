@@ -13,28 +13,46 @@ const vectorSchema = z.object({ document_id: z.string(), page: z.number().int(),
 const passageSchema = z.object({ document_id: z.string(), page: z.number().int(), title: z.string(), text: z.string() });
 
 /** Embeds every passage that has no vector for this model yet; returns how many it embedded. */
-export async function embedMissingPassages(pool: pg.Pool, client: EmbeddingClient, options: { batchSize?: number; onProgress?: (done: number, total: number) => void } = {}): Promise<number> {
+export async function embedMissingPassages(
+  pool: pg.Pool,
+  client: EmbeddingClient,
+  options: { batchSize?: number; onProgress?: (done: number, total: number) => void } = {},
+): Promise<number> {
   const pending = await pool.query(
     `SELECT p.document_id, p.page, p.title, p.text FROM search_passages p
      WHERE NOT EXISTS (SELECT 1 FROM search_embeddings e WHERE e.model = $1 AND e.document_id = p.document_id AND e.page = p.page)
-     ORDER BY p.document_id, p.page`, [client.model]);
+     ORDER BY p.document_id, p.page`,
+    [client.model],
+  );
   const rows = pending.rows.map((raw) => missingSchema.parse(raw));
   const batchSize = options.batchSize ?? 32;
   for (let start = 0; start < rows.length; start += batchSize) {
     const batch = rows.slice(start, start + batchSize);
-    const vectors = await client.embed(batch.map((row) => (row.title ? `${row.title}. ${row.text}` : row.text)), 'passage');
+    const vectors = await client.embed(
+      batch.map((row) => (row.title ? `${row.title}. ${row.text}` : row.text)),
+      'passage',
+    );
     await pool.query(
       `INSERT INTO search_embeddings (document_id, page, model, vector)
        SELECT d, p, $4, string_to_array(v, ',')::real[] FROM unnest($1::text[], $2::int[], $3::text[]) AS t(d, p, v)
        ON CONFLICT DO NOTHING`,
-      [batch.map((row) => row.document_id), batch.map((row) => row.page), vectors.map((vector) => Array.from(vector).join(',')), client.model],
+      [
+        batch.map((row) => row.document_id),
+        batch.map((row) => row.page),
+        vectors.map((vector) => Array.from(vector).join(',')),
+        client.model,
+      ],
     );
     options.onProgress?.(Math.min(start + batchSize, rows.length), rows.length);
   }
   return rows.length;
 }
 
-interface VectorIndex { readonly keys: readonly { documentId: string; page: number }[]; readonly matrix: Float32Array; readonly dimension: number }
+interface VectorIndex {
+  readonly keys: readonly { documentId: string; page: number }[];
+  readonly matrix: Float32Array;
+  readonly dimension: number;
+}
 
 export interface DenseSearchEngine extends SearchEngine {
   /** Reloads the vectors from Postgres (after embedding more passages). */
@@ -46,7 +64,9 @@ export function createDenseSearchEngine(pool: pg.Pool, client: EmbeddingClient, 
   let index: VectorIndex | null = null;
   let loadedAt = 0;
   const load = async (): Promise<VectorIndex> => {
-    const result = await pool.query('SELECT document_id, page, vector::float8[] AS vector FROM search_embeddings WHERE model = $1', [client.model]);
+    const result = await pool.query('SELECT document_id, page, vector::float8[] AS vector FROM search_embeddings WHERE model = $1', [
+      client.model,
+    ]);
     const rows = result.rows.map((raw) => vectorSchema.parse(raw));
     const dimension = rows[0]?.vector.length ?? 0;
     const matrix = new Float32Array(rows.length * dimension);
@@ -55,16 +75,23 @@ export function createDenseSearchEngine(pool: pg.Pool, client: EmbeddingClient, 
   };
   return {
     name: 'dense',
-    async reload() { index = await load(); loadedAt = Date.now(); },
+    async reload() {
+      index = await load();
+      loadedAt = Date.now();
+    },
     async search(query, k): Promise<SearchHit[]> {
       if (query.trim() === '') return [];
-      if (!index || Date.now() - loadedAt > (options.maxAgeMs ?? Number.POSITIVE_INFINITY)) { index = await load(); loadedAt = Date.now(); }
+      if (!index || Date.now() - loadedAt > (options.maxAgeMs ?? Number.POSITIVE_INFINITY)) {
+        index = await load();
+        loadedAt = Date.now();
+      }
       const [vector] = await client.embed([query], 'query');
       const top = topK(index, vector!, k);
       if (top.length === 0) return [];
       const found = await pool.query(
         `SELECT p.document_id, p.page, p.title, p.text FROM search_passages p JOIN unnest($1::text[], $2::int[]) AS t(d, pg) ON p.document_id = t.d AND p.page = t.pg`,
-        [top.map((hit) => hit.documentId), top.map((hit) => hit.page)]);
+        [top.map((hit) => hit.documentId), top.map((hit) => hit.page)],
+      );
       const byKey = new Map(found.rows.map((raw) => passageSchema.parse(raw)).map((row) => [`${row.document_id}\u0000${row.page}`, row]));
       return top.flatMap((hit) => {
         const row = byKey.get(`${hit.documentId}\u0000${hit.page}`);

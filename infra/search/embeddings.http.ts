@@ -30,9 +30,11 @@ export function createHttpEmbeddingClient(options: EmbeddingOptions): EmbeddingC
         headers: { 'content-type': 'application/json', ...(options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {}) },
         body: JSON.stringify({ model: options.model, input, input_type: kind, encoding_format: 'float' }),
       });
-      if (!response.ok) throw new Error(`embeddings endpoint ${endpoint} answered HTTP ${response.status}: ${(await response.text()).slice(0, 200)}`);
+      if (!response.ok)
+        throw new Error(`embeddings endpoint ${endpoint} answered HTTP ${response.status}: ${(await response.text()).slice(0, 200)}`);
       const parsed = responseSchema.safeParse(await response.json().catch(() => null));
-      if (!parsed.success || parsed.data.data.length !== texts.length) throw new Error(`embeddings endpoint ${endpoint} gave an unexpected response`);
+      if (!parsed.success || parsed.data.data.length !== texts.length)
+        throw new Error(`embeddings endpoint ${endpoint} gave an unexpected response`);
       return parsed.data.data.sort((a, b) => a.index - b.index).map((item) => unit(item.embedding));
     },
   };

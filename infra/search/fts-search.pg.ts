@@ -13,7 +13,14 @@ import type { DocumentPage, SearchEngine, SearchHit } from '../../activities/por
 import { withTransaction } from '../postgres/database.js';
 
 const hitSchema = z.object({ document_id: z.string(), page: z.number().int(), title: z.string(), text: z.string(), score: z.number() });
-const pageSchema = z.object({ document_id: z.string(), title: z.string(), url: z.string().nullable(), page: z.number().int(), pages: z.number().int(), text: z.string() });
+const pageSchema = z.object({
+  document_id: z.string(),
+  title: z.string(),
+  url: z.string().nullable(),
+  page: z.number().int(),
+  pages: z.number().int(),
+  text: z.string(),
+});
 
 const SEARCH_SQL = `
 WITH total AS (SELECT coalesce((SELECT passages FROM search_statistics), 1)::float8 AS n),
@@ -69,7 +76,9 @@ export async function refreshTermStatistics(pool: pg.Pool): Promise<void> {
     // SHARE ROW EXCLUSIVE serialises refreshes but lets searches read the old figures until commit.
     await client.query('LOCK TABLE search_lexemes IN SHARE ROW EXCLUSIVE MODE');
     await client.query('DELETE FROM search_lexemes');
-    await client.query("INSERT INTO search_lexemes (lexeme, passages) SELECT word, ndoc FROM ts_stat('SELECT search_text FROM search_passages')");
+    await client.query(
+      "INSERT INTO search_lexemes (lexeme, passages) SELECT word, ndoc FROM ts_stat('SELECT search_text FROM search_passages')",
+    );
     await client.query(`INSERT INTO search_statistics (singleton, passages, updated_at) SELECT true, count(*), now() FROM search_passages
       ON CONFLICT (singleton) DO UPDATE SET passages = EXCLUDED.passages, updated_at = EXCLUDED.updated_at`);
   });

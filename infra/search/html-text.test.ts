@@ -26,16 +26,33 @@ test('a Wikipedia article: lead, infobox and tables as rows, references; no scri
     '\nGeography\n',
     'The Level of Lake Titicaca. Geological Society of America.',
     'Lakes of Bolivia',
-  ]) assert.ok(text.includes(piece), `"${piece}" missing from:\n${text}`);
+  ])
+    assert.ok(text.includes(piece), `"${piece}" missing from:\n${text}`);
   assert.ok(text.indexOf('Location | Andes') < text.indexOf('is a large freshwater lake'), 'document order kept');
   assertAbsent(text, [
-    'RLCONF', 'wgPageName', 'mw.loader', 'csrfToken', 'wgBackendResponseTime', // scripts
-    'infobox{', 'border:1px', 'font-size', // styles
-    'Main menu', 'Random article', 'Jump to content', 'Search Wikipedia', // header navigation and search
-    'edit]', 'Edit section', // section edit links
-    'Junín', 'Lakes of Peru\n * Junín', // navbox
-    'Privacy policy', 'last edited', 'Creative Commons', // footer
-    'upload.wikimedia.org', 'CentralAutoLogin', '/wiki/', 'href', // images and link targets
+    'RLCONF',
+    'wgPageName',
+    'mw.loader',
+    'csrfToken',
+    'wgBackendResponseTime', // scripts
+    'infobox{',
+    'border:1px',
+    'font-size', // styles
+    'Main menu',
+    'Random article',
+    'Jump to content',
+    'Search Wikipedia', // header navigation and search
+    'edit]',
+    'Edit section', // section edit links
+    'Junín',
+    'Lakes of Peru\n * Junín', // navbox
+    'Privacy policy',
+    'last edited',
+    'Creative Commons', // footer
+    'upload.wikimedia.org',
+    'CentralAutoLogin',
+    '/wiki/',
+    'href', // images and link targets
   ]);
 });
 
@@ -60,14 +77,29 @@ test('a news article: headline, standfirst, body and quote in order; no cookie b
     position = found;
   }
   assertAbsent(text, [
-    'gtag', 'dataLayer', '__LEDGER_AD_SLOTS__', 'NewsArticle', 'googletagmanager', 'ledger.bundle', // scripts, JSON-LD
-    '--ledger-blue', 'font-family', '@media', // styles
-    'cookies', 'Accept all', // cookie banner
-    'Politics', 'Sport', 'Climate crisis', // section and breadcrumb navigation
+    'gtag',
+    'dataLayer',
+    '__LEDGER_AD_SLOTS__',
+    'NewsArticle',
+    'googletagmanager',
+    'ledger.bundle', // scripts, JSON-LD
+    '--ledger-blue',
+    'font-family',
+    '@media', // styles
+    'cookies',
+    'Accept all', // cookie banner
+    'Politics',
+    'Sport',
+    'Climate crisis', // section and breadcrumb navigation
     'logo', // inline SVG
-    'Sign up to Down to Earth', 'Most viewed', 'Last-minute winner', // promo and sidebar
-    'About us', 'Terms', '© 2024', // footer
-    'i.ledger.example', 'INTCMP', // image and link targets
+    'Sign up to Down to Earth',
+    'Most viewed',
+    'Last-minute winner', // promo and sidebar
+    'About us',
+    'Terms',
+    '© 2024', // footer
+    'i.ledger.example',
+    'INTCMP', // image and link targets
   ]);
 });
 
@@ -81,11 +113,26 @@ test('a legacy page (upper-case tags, unclosed paragraphs, layout table, comment
     'Lunch is served between Juliaca & Sicuani;',
     '  Departure   Puno   07:30\n  Arrival     Cusco  18:00',
     'Last updated 14/06/2009 · info@altiplano-rail.example',
-  ]) assert.ok(text.includes(piece), `"${piece}" missing from:\n${text}`);
-  assertAbsent(text, ['visitorCounter', 'popUp', 'tracker', 'counter.example', 'font-weight', '#FFFFEE', 'template marker', 'SiteBuilder', '&frac12;', '&middot;']);
+  ])
+    assert.ok(text.includes(piece), `"${piece}" missing from:\n${text}`);
+  assertAbsent(text, [
+    'visitorCounter',
+    'popUp',
+    'tracker',
+    'counter.example',
+    'font-weight',
+    '#FFFFEE',
+    'template marker',
+    'SiteBuilder',
+    '&frac12;',
+    '&middot;',
+  ]);
 });
 
 test('no title gives an empty one; entities are decoded; a fragment without html or body still converts', () => {
-  assert.deepEqual(htmlToText('<p>Caf&eacute; &amp; bar&#44; open &#x2014; daily</p><p>Second</p>'), { title: '', text: 'Café & bar, open — daily\n\nSecond' });
+  assert.deepEqual(htmlToText('<p>Caf&eacute; &amp; bar&#44; open &#x2014; daily</p><p>Second</p>'), {
+    title: '',
+    text: 'Café & bar, open — daily\n\nSecond',
+  });
   assert.equal(htmlToText('<title>\n  A   spaced\n title </title><p>x</p>').title, 'A spaced title');
 });

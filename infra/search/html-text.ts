@@ -9,14 +9,38 @@ import { compile, type DomNode, type FormatCallback, type SelectorDefinition } f
 const skip = (selector: string): SelectorDefinition => ({ selector, format: 'skip' });
 
 const unread = [
-  'head', 'script', 'style', 'noscript', 'template', 'svg', 'iframe', 'object', 'canvas', 'img', 'button', 'select', 'input', 'textarea',
-  'nav', 'footer', 'aside', '[role=navigation]', '[role=search]', '[role=dialog]', '[role=contentinfo]', '[hidden]', '[aria-hidden=true]',
+  'head',
+  'script',
+  'style',
+  'noscript',
+  'template',
+  'svg',
+  'iframe',
+  'object',
+  'canvas',
+  'img',
+  'button',
+  'select',
+  'input',
+  'textarea',
+  'nav',
+  'footer',
+  'aside',
+  '[role=navigation]',
+  '[role=search]',
+  '[role=dialog]',
+  '[role=contentinfo]',
+  '[hidden]',
+  '[aria-hidden=true]',
   // Wikipedia's "[edit]" beside every heading and its skip link.
-  '.mw-editsection', '.mw-jump-link',
+  '.mw-editsection',
+  '.mw-jump-link',
 ].map(skip);
 
 const headings = (['h1', 'h2', 'h3', 'h4', 'h5', 'h6'] as const).map((selector): SelectorDefinition => ({
-  selector, format: 'heading', options: { uppercase: false, leadingLineBreaks: 2, trailingLineBreaks: 1 },
+  selector,
+  format: 'heading',
+  options: { uppercase: false, leadingLineBreaks: 2, trailingLineBreaks: 1 },
 }));
 
 const line = { leadingLineBreaks: 1, trailingLineBreaks: 1 };
@@ -47,12 +71,21 @@ const bodyToText = compile({
   ],
 });
 
-const titleToText = compile({ wordwrap: false, baseElements: { selectors: ['title'], returnDomByDefault: false }, limits: { maxBaseElements: 1 } });
+const titleToText = compile({
+  wordwrap: false,
+  baseElements: { selectors: ['title'], returnDomByDefault: false },
+  limits: { maxBaseElements: 1 },
+});
 
 export function htmlToText(html: string): { title: string; text: string } {
   // The document's <title> is the first one (an inline SVG's own comes later): parse only up to it.
   const titleEnd = /<\/title\s*>/i.exec(html);
-  const title = titleEnd === null ? '' : titleToText(html.slice(0, titleEnd.index + titleEnd[0].length)).replace(/\s+/g, ' ').trim();
+  const title =
+    titleEnd === null
+      ? ''
+      : titleToText(html.slice(0, titleEnd.index + titleEnd[0].length))
+          .replace(/\s+/g, ' ')
+          .trim();
   const text = bodyToText(html)
     .replace(/\u00a0/g, ' ') // non-breaking spaces (&nbsp;) read, and match a search, as spaces
     .split('\n')

@@ -1,7 +1,10 @@
 /** Hybrid search: reciprocal-rank fusion of several engines (score = Σ 1 / (c + rank)). */
 import type { SearchEngine, SearchHit } from '../../activities/ports/search.port.js';
 
-export function createHybridSearchEngine(engines: readonly SearchEngine[], options: { constant?: number; depth?: number } = {}): SearchEngine {
+export function createHybridSearchEngine(
+  engines: readonly SearchEngine[],
+  options: { constant?: number; depth?: number } = {},
+): SearchEngine {
   const constant = options.constant ?? 60;
   const first = engines[0];
   if (!first) throw new Error('hybrid search needs at least one engine');
@@ -19,7 +22,10 @@ export function createHybridSearchEngine(engines: readonly SearchEngine[], optio
           fused.set(key, entry);
         });
       }
-      return [...fused.values()].sort((a, b) => b.score - a.score).slice(0, k).map(({ hit, score }) => ({ ...hit, score }));
+      return [...fused.values()]
+        .sort((a, b) => b.score - a.score)
+        .slice(0, k)
+        .map(({ hit, score }) => ({ ...hit, score }));
     },
     page: (documentId, page) => first.page(documentId, page),
   };

@@ -8,11 +8,15 @@ export function createPgReadOnlySql(pool: pg.Pool, options: { maxRows?: number; 
   const timeoutMs = options.timeoutMs ?? 5000;
   return {
     async query(sql) {
-      const result = await withTransaction(pool, async (client) => {
-        await client.query(`SET LOCAL statement_timeout = ${Math.floor(timeoutMs)}`);
-        return client.query({ text: sql, rowMode: 'array' });
-      }, { readOnly: true });
-      const rows = (result.rows as unknown[][]);
+      const result = await withTransaction(
+        pool,
+        async (client) => {
+          await client.query(`SET LOCAL statement_timeout = ${Math.floor(timeoutMs)}`);
+          return client.query({ text: sql, rowMode: 'array' });
+        },
+        { readOnly: true },
+      );
+      const rows = result.rows as unknown[][];
       return { columns: result.fields.map((field) => field.name), rows: rows.slice(0, maxRows), cut: rows.length > maxRows };
     },
   };

@@ -5,8 +5,13 @@ import type { ToolCallStore, ToolStats } from '../../activities/ports/tool-call-
 
 const cachedSchema = z.object({ ok: z.boolean(), observation: z.string(), documentIds: z.array(z.string()) });
 const statsSchema = z.object({
-  tool: z.string(), calls: z.number().int(), success_rate: z.number(), invalid_rate: z.number(), cache_hit_rate: z.number(),
-  p50_ms: z.number(), p95_ms: z.number(),
+  tool: z.string(),
+  calls: z.number().int(),
+  success_rate: z.number(),
+  invalid_rate: z.number(),
+  cache_hit_rate: z.number(),
+  p50_ms: z.number(),
+  p95_ms: z.number(),
 });
 
 const STATS_SQL = `
@@ -28,12 +33,22 @@ export function createPgToolCallStore(pool: pg.Pool): ToolCallStore {
         `INSERT INTO tool_calls (tool, turn_key, call_index, ok, invalid, cache_hit, latency_ms)
          SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::bool[], $5::bool[], $6::bool[], $7::float8[])
          ON CONFLICT (turn_key, call_index) DO NOTHING`,
-        [rows.map((r) => r.tool), rows.map((r) => r.turnKey), rows.map((r) => r.callIndex), rows.map((r) => r.ok),
-          rows.map((r) => r.invalid), rows.map((r) => r.cacheHit), rows.map((r) => r.latencyMs)],
+        [
+          rows.map((r) => r.tool),
+          rows.map((r) => r.turnKey),
+          rows.map((r) => r.callIndex),
+          rows.map((r) => r.ok),
+          rows.map((r) => r.invalid),
+          rows.map((r) => r.cacheHit),
+          rows.map((r) => r.latencyMs),
+        ],
       );
     },
     async cacheGet(tool, inputKey) {
-      const result = await pool.query('SELECT result FROM tool_cache WHERE tool = $1 AND input_key = $2 AND expires_at > now()', [tool, inputKey]);
+      const result = await pool.query('SELECT result FROM tool_cache WHERE tool = $1 AND input_key = $2 AND expires_at > now()', [
+        tool,
+        inputKey,
+      ]);
       if (result.rows.length === 0) return null;
       const parsed = cachedSchema.safeParse((result.rows[0] as { result: unknown }).result);
       return parsed.success ? parsed.data : null;
@@ -51,7 +66,15 @@ export function createPgToolCallStore(pool: pg.Pool): ToolCallStore {
       const result = await pool.query(STATS_SQL, [since ?? new Date(0)]);
       return result.rows.map((raw): ToolStats => {
         const row = statsSchema.parse(raw);
-        return { tool: row.tool, calls: row.calls, successRate: row.success_rate, invalidRate: row.invalid_rate, cacheHitRate: row.cache_hit_rate, p50Ms: row.p50_ms, p95Ms: row.p95_ms };
+        return {
+          tool: row.tool,
+          calls: row.calls,
+          successRate: row.success_rate,
+          invalidRate: row.invalid_rate,
+          cacheHitRate: row.cache_hit_rate,
+          p50Ms: row.p50_ms,
+          p95Ms: row.p95_ms,
+        };
       });
     },
   };

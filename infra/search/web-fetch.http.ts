@@ -20,7 +20,10 @@ export interface WebFetchOptions {
 }
 
 export class WebFetchError extends Error {
-  constructor(readonly code: 'REFUSED' | 'HTTP_STATUS' | 'CONTENT_TYPE' | 'TOO_MANY_REDIRECTS' | 'TIMEOUT' | 'NETWORK', message: string) {
+  constructor(
+    readonly code: 'REFUSED' | 'HTTP_STATUS' | 'CONTENT_TYPE' | 'TOO_MANY_REDIRECTS' | 'TIMEOUT' | 'NETWORK',
+    message: string,
+  ) {
     super(message);
     this.name = 'WebFetchError';
   }
@@ -28,7 +31,13 @@ export class WebFetchError extends Error {
 
 const TEXT_TYPES = /^(text\/[a-z0-9.+-]+|application\/(xhtml\+xml|xml|json|ld\+json|rss\+xml|atom\+xml))$/i;
 
-interface RawResponse { status: number; location: string | null; contentType: string; body: Buffer; cut: boolean }
+interface RawResponse {
+  status: number;
+  location: string | null;
+  contentType: string;
+  body: Buffer;
+  cut: boolean;
+}
 
 export function createHttpPageFetcher(options: WebFetchOptions): PageFetcher {
   const guard = new AddressGuard(options.allow);
@@ -40,11 +49,13 @@ export function createHttpPageFetcher(options: WebFetchOptions): PageFetcher {
         const address = await resolveChecked(url, guard);
         const response = await request(url, address, options, signal);
         if (response.status >= 300 && response.status < 400 && response.location !== null) {
-          if (hop >= options.maxRedirects) throw new WebFetchError('TOO_MANY_REDIRECTS', `refused: more than ${options.maxRedirects} redirects`);
+          if (hop >= options.maxRedirects)
+            throw new WebFetchError('TOO_MANY_REDIRECTS', `refused: more than ${options.maxRedirects} redirects`);
           url = parseHttpUrl(new URL(response.location, url).toString());
           continue;
         }
-        if (response.status < 200 || response.status >= 300) throw new WebFetchError('HTTP_STATUS', `HTTP ${response.status} from ${url.toString()}`);
+        if (response.status < 200 || response.status >= 300)
+          throw new WebFetchError('HTTP_STATUS', `HTTP ${response.status} from ${url.toString()}`);
         return toPage(url.toString(), response);
       }
     },
@@ -58,7 +69,8 @@ function parseHttpUrl(raw: string): URL {
   } catch {
     throw new WebFetchError('REFUSED', `refused: "${raw}" is not a URL`);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new WebFetchError('REFUSED', `refused: only http and https URLs, not ${url.protocol}`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new WebFetchError('REFUSED', `refused: only http and https URLs, not ${url.protocol}`);
   if (url.username || url.password) throw new WebFetchError('REFUSED', 'refused: URLs with credentials');
   return url;
 }
@@ -73,40 +85,59 @@ async function resolveChecked(url: URL, guard: AddressGuard): Promise<{ address:
   }
   const blocked = addresses.find((entry) => !guard.permits(entry.address));
   if (blocked || addresses.length === 0) {
-    throw new WebFetchError('REFUSED', `refused: ${host} resolves to ${blocked?.address ?? 'nothing'}, a private, loopback or link-local address (allow it with LONGHAUL_WEB_FETCH_ALLOW)`);
+    throw new WebFetchError(
+      'REFUSED',
+      `refused: ${host} resolves to ${blocked?.address ?? 'nothing'}, a private, loopback or link-local address (allow it with LONGHAUL_WEB_FETCH_ALLOW)`,
+    );
   }
   return addresses[0]!;
 }
 
-function request(url: URL, target: { address: string; family: number }, options: WebFetchOptions, signal: AbortSignal): Promise<RawResponse> {
+function request(
+  url: URL,
+  target: { address: string; family: number },
+  options: WebFetchOptions,
+  signal: AbortSignal,
+): Promise<RawResponse> {
   const client = url.protocol === 'https:' ? https : http;
   return new Promise((resolve, reject) => {
-    const outgoing = client.request(url, {
-      method: 'GET', signal,
-      headers: { 'user-agent': options.userAgent ?? 'longhaul-web-fetch/0.1', accept: 'text/html,text/plain;q=0.9,*/*;q=0.1' },
-      lookup: (_hostname, lookupOptions, callback) => {
-        if ((lookupOptions as { all?: boolean }).all) (callback as unknown as (e: null, a: dns.LookupAddress[]) => void)(null, [target]);
-        else callback(null, target.address, target.family);
+    const outgoing = client.request(
+      url,
+      {
+        method: 'GET',
+        signal,
+        headers: { 'user-agent': options.userAgent ?? 'longhaul-web-fetch/0.1', accept: 'text/html,text/plain;q=0.9,*/*;q=0.1' },
+        lookup: (_hostname, lookupOptions, callback) => {
+          if ((lookupOptions as { all?: boolean }).all) (callback as unknown as (e: null, a: dns.LookupAddress[]) => void)(null, [target]);
+          else callback(null, target.address, target.family);
+        },
       },
-    }, (incoming) => {
-      const status = incoming.statusCode ?? 0;
-      const location = typeof incoming.headers.location === 'string' ? incoming.headers.location : null;
-      const contentType = (incoming.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
-      if ((status >= 300 && status < 400) || status < 200 || status >= 300) {
-        incoming.resume();
-        resolve({ status, location, contentType, body: Buffer.alloc(0), cut: false });
-        return;
-      }
-      if (!TEXT_TYPES.test(contentType)) {
-        incoming.destroy();
-        reject(new WebFetchError('CONTENT_TYPE', `refused: content type "${contentType || 'none'}" is not text`));
-        return;
-      }
-      readCapped(incoming, options.maxBytes).then((read) => resolve({ status, location, contentType, ...read }), reject);
-    });
-    outgoing.on('error', (error) => reject(signal.aborted
-      ? new WebFetchError('TIMEOUT', `timed out after ${options.timeoutMs} ms`)
-      : error instanceof WebFetchError ? error : new WebFetchError('NETWORK', `network error: ${error.message}`)));
+      (incoming) => {
+        const status = incoming.statusCode ?? 0;
+        const location = typeof incoming.headers.location === 'string' ? incoming.headers.location : null;
+        const contentType = (incoming.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+        if ((status >= 300 && status < 400) || status < 200 || status >= 300) {
+          incoming.resume();
+          resolve({ status, location, contentType, body: Buffer.alloc(0), cut: false });
+          return;
+        }
+        if (!TEXT_TYPES.test(contentType)) {
+          incoming.destroy();
+          reject(new WebFetchError('CONTENT_TYPE', `refused: content type "${contentType || 'none'}" is not text`));
+          return;
+        }
+        readCapped(incoming, options.maxBytes).then((read) => resolve({ status, location, contentType, ...read }), reject);
+      },
+    );
+    outgoing.on('error', (error) =>
+      reject(
+        signal.aborted
+          ? new WebFetchError('TIMEOUT', `timed out after ${options.timeoutMs} ms`)
+          : error instanceof WebFetchError
+            ? error
+            : new WebFetchError('NETWORK', `network error: ${error.message}`),
+      ),
+    );
     outgoing.end();
   });
 }

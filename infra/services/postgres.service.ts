@@ -66,8 +66,10 @@ export function postgresService(config: Config): Service {
       await run('id', ['-u', CLUSTER_USER]);
     } catch {
       await run('useradd', ['--system', '--no-create-home', '--shell', '/usr/sbin/nologin', CLUSTER_USER]).catch((error: Error) => {
-        throw serviceError(`could not create the system user "${CLUSTER_USER}" that runs Postgres (initdb refuses root): ${error.message}`,
-          'run longhaul as a non-root user, or set DATABASE_URL to an existing database');
+        throw serviceError(
+          `could not create the system user "${CLUSTER_USER}" that runs Postgres (initdb refuses root): ${error.message}`,
+          'run longhaul as a non-root user, or set DATABASE_URL to an existing database',
+        );
       });
     }
   }
@@ -84,7 +86,9 @@ export function postgresService(config: Config): Service {
     fs.mkdirSync(SHARED_CLUSTERS_DIR, { recursive: true, mode: 0o755 });
     fs.chmodSync(SHARED_CLUSTERS_DIR, fs.statSync(SHARED_CLUSTERS_DIR).mode | 0o005);
     if (fs.existsSync(path.join(location.dataDir, 'postmaster.pid'))) {
-      await asClusterUser(path.join(bin, 'pg_ctl'), ['stop', '-D', location.dataDir, '-m', 'fast', '-w', '-t', '60']).catch(() => undefined);
+      await asClusterUser(path.join(bin, 'pg_ctl'), ['stop', '-D', location.dataDir, '-m', 'fast', '-w', '-t', '60']).catch(
+        () => undefined,
+      );
     }
     fs.rmSync(root, { recursive: true, force: true });
     fs.mkdirSync(root, { mode: 0o700 });
@@ -111,11 +115,16 @@ export function postgresService(config: Config): Service {
     }
     await ensureClusterUser();
     const isNew = !fs.existsSync(path.join(recorded.dataDir, 'PG_VERSION'));
-    const location = !recorded.shared && isNew && !(await clusterUserCanEnter(path.dirname(fs.realpathSync(config.home))))
-      ? await makeSharedLocation(bin) : recorded;
+    const location =
+      !recorded.shared && isNew && !(await clusterUserCanEnter(path.dirname(fs.realpathSync(config.home))))
+        ? await makeSharedLocation(bin)
+        : recorded;
     if (location.shared) {
       if (!fs.existsSync(path.dirname(location.dataDir))) {
-        throw serviceError(`the Postgres cluster recorded in ${dataPointer} (${location.dataDir}) is gone`, `remove the symlink ${dataPointer} and run longhaul up again (a new, empty cluster)`);
+        throw serviceError(
+          `the Postgres cluster recorded in ${dataPointer} (${location.dataDir}) is gone`,
+          `remove the symlink ${dataPointer} and run longhaul up again (a new, empty cluster)`,
+        );
       }
       if (!fs.existsSync(location.log)) fs.writeFileSync(location.log, '');
       await run('chown', ['-R', `${CLUSTER_USER}:${CLUSTER_USER}`, path.dirname(location.dataDir)]);
@@ -130,8 +139,10 @@ export function postgresService(config: Config): Service {
     fs.chmodSync(config.home, fs.statSync(config.home).mode | 0o001);
     for (let dir = config.home; dir !== path.dirname(dir); dir = path.dirname(dir)) {
       if (!(await clusterUserCanEnter(dir))) {
-        throw serviceError(`Postgres runs as user "${CLUSTER_USER}" (initdb refuses root), which cannot enter ${dir}`,
-          `chmod o+x ${dir}, or set LONGHAUL_HOME to a folder outside it, or set DATABASE_URL to an existing database`);
+        throw serviceError(
+          `Postgres runs as user "${CLUSTER_USER}" (initdb refuses root), which cannot enter ${dir}`,
+          `chmod o+x ${dir}, or set LONGHAUL_HOME to a folder outside it, or set DATABASE_URL to an existing database`,
+        );
       }
     }
     return location;
@@ -173,7 +184,8 @@ export function postgresService(config: Config): Service {
   }
 
   async function stopCluster(bin: string, dataDir: string): Promise<void> {
-    if (await clusterRunning(bin, dataDir)) await asClusterUser(path.join(bin, 'pg_ctl'), ['stop', '-D', dataDir, '-m', 'fast', '-w', '-t', '60']);
+    if (await clusterRunning(bin, dataDir))
+      await asClusterUser(path.join(bin, 'pg_ctl'), ['stop', '-D', dataDir, '-m', 'fast', '-w', '-t', '60']);
   }
 
   return {
@@ -190,12 +202,24 @@ export function postgresService(config: Config): Service {
       const { dataDir, log } = await prepareLocation(bin);
       if (!fs.existsSync(path.join(dataDir, 'PG_VERSION'))) {
         fs.rmSync(dataDir, { recursive: true, force: true }); // a half-made cluster from an interrupted initdb
-        await asClusterUser(path.join(bin, 'initdb'), ['-D', dataDir, '-U', 'longhaul', '--auth=trust', '--encoding=UTF8', '--locale=C.UTF-8'])
-          .catch((error: Error & { stderr?: string }) => {
-            throw serviceError(`initdb failed: ${error.stderr ?? error.message}`, `check that ${path.dirname(dataDir)} is writable and its parent folders are traversable by user ${CLUSTER_USER}`);
-          });
-        fs.appendFileSync(path.join(dataDir, 'postgresql.conf'),
-          "\n# Longhaul: loopback TCP only, no unix socket (paths under deep clones exceed its length limit)\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = ''\nmax_connections = 200\nfsync = on\n");
+        await asClusterUser(path.join(bin, 'initdb'), [
+          '-D',
+          dataDir,
+          '-U',
+          'longhaul',
+          '--auth=trust',
+          '--encoding=UTF8',
+          '--locale=C.UTF-8',
+        ]).catch((error: Error & { stderr?: string }) => {
+          throw serviceError(
+            `initdb failed: ${error.stderr ?? error.message}`,
+            `check that ${path.dirname(dataDir)} is writable and its parent folders are traversable by user ${CLUSTER_USER}`,
+          );
+        });
+        fs.appendFileSync(
+          path.join(dataDir, 'postgresql.conf'),
+          "\n# Longhaul: loopback TCP only, no unix socket (paths under deep clones exceed its length limit)\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = ''\nmax_connections = 200\nfsync = on\n",
+        );
       }
       if (await clusterRunning(bin, dataDir)) {
         await ensureDatabase();
@@ -203,13 +227,26 @@ export function postgresService(config: Config): Service {
         return 'reused';
       }
       if (await canConnect(config.postgres.port)) {
-        throw serviceError(`port ${config.postgres.port} (Postgres) is in use by another process`, 'stop that process, or set LONGHAUL_PG_PORT to a free port, or DATABASE_URL to use that server');
+        throw serviceError(
+          `port ${config.postgres.port} (Postgres) is in use by another process`,
+          'stop that process, or set LONGHAUL_PG_PORT to a free port, or DATABASE_URL to use that server',
+        );
       }
       try {
-        await asClusterUser(path.join(bin, 'pg_ctl'), ['start', '-D', dataDir, '-l', log, '-w', '-t', '60', '-o', `-p ${config.postgres.port}`])
-          .catch((error: Error) => {
-            throw serviceError(`Postgres did not start: ${error.message.split('\n')[0]}\n${tail(log)}`, `read ${log}`);
-          });
+        await asClusterUser(path.join(bin, 'pg_ctl'), [
+          'start',
+          '-D',
+          dataDir,
+          '-l',
+          log,
+          '-w',
+          '-t',
+          '60',
+          '-o',
+          `-p ${config.postgres.port}`,
+        ]).catch((error: Error) => {
+          throw serviceError(`Postgres did not start: ${error.message.split('\n')[0]}\n${tail(log)}`, `read ${log}`);
+        });
         await ensureDatabase();
         await migrate(config.postgres.url);
       } catch (error) {
@@ -232,7 +269,13 @@ export function postgresService(config: Config): Service {
       }
       const url = new URL(config.postgres.url);
       url.password = url.password ? '***' : '';
-      return { name: 'postgres', embedded: config.postgres.embedded, running, address: url.toString(), ...(pid && config.postgres.embedded ? { pid } : {}) };
+      return {
+        name: 'postgres',
+        embedded: config.postgres.embedded,
+        running,
+        address: url.toString(),
+        ...(pid && config.postgres.embedded ? { pid } : {}),
+      };
     },
   };
 }

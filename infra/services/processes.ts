@@ -79,7 +79,8 @@ export function startDetached(home: string, spec: ManagedProcess): number {
     stdio: ['ignore', out, out],
   });
   fs.closeSync(out);
-  if (child.pid === undefined) throw serviceError(`could not start ${spec.name} (${spec.command})`, 'check that the binary exists and is executable');
+  if (child.pid === undefined)
+    throw serviceError(`could not start ${spec.name} (${spec.command})`, 'check that the binary exists and is executable');
   child.unref();
   fs.writeFileSync(pidFile(home, spec.name), `${child.pid} ${processStartTime(child.pid) ?? ''}\n`);
   return child.pid;
@@ -146,7 +147,10 @@ export async function waitFor(what: string, check: () => Promise<boolean>, timeo
     if (await check().catch(() => false)) return;
     await sleep(250);
   }
-  throw serviceError(`${what} did not become ready within ${Math.round(timeoutMs / 1000)} s`, log ? `read ${log}` : 'check the service logs');
+  throw serviceError(
+    `${what} did not become ready within ${Math.round(timeoutMs / 1000)} s`,
+    log ? `read ${log}` : 'check the service logs',
+  );
 }
 
 /** Last lines of a log file, for error messages. */

@@ -26,7 +26,10 @@ export function s3Service(config: Config): Service {
     async start() {
       if (!s3.embedded) {
         await ensureBucket(createS3Client(config), s3.bucket).catch((error: Error) => {
-          throw serviceError(`S3 at S3_ENDPOINT=${s3.endpoint} is not usable: ${error.message}`, 'check S3_ENDPOINT and S3_ACCESS_KEY_ID/S3_SECRET_ACCESS_KEY, or unset S3_ENDPOINT to run the embedded server');
+          throw serviceError(
+            `S3 at S3_ENDPOINT=${s3.endpoint} is not usable: ${error.message}`,
+            'check S3_ENDPOINT and S3_ACCESS_KEY_ID/S3_SECRET_ACCESS_KEY, or unset S3_ENDPOINT to run the embedded server',
+          );
         });
         return 'reused';
       }
@@ -34,23 +37,49 @@ export function s3Service(config: Config): Service {
       for (const [role, port] of Object.entries(ports)) {
         for (const candidate of [port, port + 10_000]) {
           if (await canConnect(candidate)) {
-            throw serviceError(`port ${candidate} (SeaweedFS ${role}) is in use by another process`, 'stop that process, or set LONGHAUL_S3_PORT to move all SeaweedFS ports, or S3_ENDPOINT to use an existing S3 server');
+            throw serviceError(
+              `port ${candidate} (SeaweedFS ${role}) is in use by another process`,
+              'stop that process, or set LONGHAUL_S3_PORT to move all SeaweedFS ports, or S3_ENDPOINT to use an existing S3 server',
+            );
           }
         }
       }
       fs.mkdirSync(path.join(dir, 'data'), { recursive: true });
       const identities = path.join(dir, 'identities.json');
-      fs.writeFileSync(identities, JSON.stringify({
-        identities: [{ name: 'longhaul', credentials: [{ accessKey: s3.accessKey, secretKey: s3.secretKey }], actions: ['Admin', 'Read', 'Write', 'List', 'Tagging'] }],
-      }), { mode: 0o600 });
+      fs.writeFileSync(
+        identities,
+        JSON.stringify({
+          identities: [
+            {
+              name: 'longhaul',
+              credentials: [{ accessKey: s3.accessKey, secretKey: s3.secretKey }],
+              actions: ['Admin', 'Read', 'Write', 'List', 'Tagging'],
+            },
+          ],
+        }),
+        { mode: 0o600 },
+      );
       startDetached(config.home, {
         name: NAME,
         command: weedBinary(config.toolsDir),
         cwd: dir,
-        args: ['mini', `-dir=${path.join(dir, 'data')}`, '-ip=127.0.0.1', '-ip.bind=127.0.0.1',
-          `-s3.port=${ports.s3}`, `-master.port=${ports.master}`, `-volume.port=${ports.volume}`, `-filer.port=${ports.filer}`,
-          `-admin.port=${ports.admin}`, '-admin.ui=false', '-webdav=false', '-s3.port.iceberg=0', '-s3.port.lance=0',
-          `-s3.config=${identities}`, `-bucket=${s3.bucket}`],
+        args: [
+          'mini',
+          `-dir=${path.join(dir, 'data')}`,
+          '-ip=127.0.0.1',
+          '-ip.bind=127.0.0.1',
+          `-s3.port=${ports.s3}`,
+          `-master.port=${ports.master}`,
+          `-volume.port=${ports.volume}`,
+          `-filer.port=${ports.filer}`,
+          `-admin.port=${ports.admin}`,
+          '-admin.ui=false',
+          '-webdav=false',
+          '-s3.port.iceberg=0',
+          '-s3.port.lance=0',
+          `-s3.config=${identities}`,
+          `-bucket=${s3.bucket}`,
+        ],
       });
       const log = logFile(config.home, NAME);
       await waitFor('SeaweedFS S3 gateway', () => bucketReady(), 90_000, log).catch(async (error: unknown) => {
@@ -65,7 +94,14 @@ export function s3Service(config: Config): Service {
     async status(): Promise<ServiceStatus> {
       const running = await bucketReady().catch(() => false);
       const pid = runningPid(config.home, NAME);
-      return { name: NAME, embedded: s3.embedded, running, address: s3.endpoint, ...(pid !== undefined ? { pid } : {}), detail: `bucket ${s3.bucket}` };
+      return {
+        name: NAME,
+        embedded: s3.embedded,
+        running,
+        address: s3.endpoint,
+        ...(pid !== undefined ? { pid } : {}),
+        detail: `bucket ${s3.bucket}`,
+      };
     },
   };
 }

@@ -34,7 +34,8 @@ export async function stackUp(config: Config, options: UpOptions): Promise<void>
     options.signal?.throwIfAborted();
     // allSettled, not all: a failure must wait for the other starts, or they would launch after the rollback.
     const failures = (await Promise.allSettled(coreServices(config).map(start)))
-      .filter((outcome): outcome is PromiseRejectedResult => outcome.status === 'rejected').map((outcome) => outcome.reason as Error);
+      .filter((outcome): outcome is PromiseRejectedResult => outcome.status === 'rejected')
+      .map((outcome) => outcome.reason as Error);
     if (failures.length === 1) throw failures[0]!;
     if (failures.length > 1) throw new Error(failures.map((failure) => failure.message).join('\n'));
     if (!options.workers) return;
@@ -44,7 +45,10 @@ export async function stackUp(config: Config, options: UpOptions): Promise<void>
     }
     options.signal?.throwIfAborted();
   } catch (error) {
-    const rollback = await stopAll(launched.reverse()).then(() => undefined, (failure: Error) => failure);
+    const rollback = await stopAll(launched.reverse()).then(
+      () => undefined,
+      (failure: Error) => failure,
+    );
     if (rollback) throw new Error(`${(error as Error).message}\n(then, stopping what this start had launched: ${rollback.message})`);
     throw error;
   }
@@ -58,8 +62,9 @@ export async function stackDown(config: Config): Promise<void> {
 
 /** Stop each service, all of them even when one fails; then report every failure at once. */
 async function stopAll(services: readonly Service[]): Promise<void> {
-  const failures = (await Promise.allSettled(services.map((service) => service.stop())))
-    .flatMap((outcome, index) => (outcome.status === 'rejected' ? [`${services[index]!.name}: ${(outcome.reason as Error).message}`] : []));
+  const failures = (await Promise.allSettled(services.map((service) => service.stop()))).flatMap((outcome, index) =>
+    outcome.status === 'rejected' ? [`${services[index]!.name}: ${(outcome.reason as Error).message}`] : [],
+  );
   if (failures.length > 0) throw new Error(`could not stop ${failures.join('\n')}`);
 }
 

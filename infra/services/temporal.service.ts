@@ -20,7 +20,11 @@ export function temporalService(config: Config): Service {
     const [host, port] = splitAddress(temporal.address);
     if (!(await canConnect(port, host))) return false;
     try {
-      await run(temporalBinary(config.toolsDir), ['operator', 'namespace', 'describe', '--address', temporal.address, '--namespace', temporal.namespace], { timeout: 10_000 });
+      await run(
+        temporalBinary(config.toolsDir),
+        ['operator', 'namespace', 'describe', '--address', temporal.address, '--namespace', temporal.namespace],
+        { timeout: 10_000 },
+      );
       return true;
     } catch {
       return false;
@@ -29,10 +33,30 @@ export function temporalService(config: Config): Service {
 
   async function registerSearchAttributes(): Promise<void> {
     const binary = temporalBinary(config.toolsDir);
-    const { stdout } = await run(binary, ['operator', 'search-attribute', 'list', '--address', temporal.address, '--namespace', temporal.namespace, '--output', 'json'], { timeout: 20_000 });
+    const { stdout } = await run(
+      binary,
+      ['operator', 'search-attribute', 'list', '--address', temporal.address, '--namespace', temporal.namespace, '--output', 'json'],
+      { timeout: 20_000 },
+    );
     for (const { name, type } of searchAttributeDefinitions) {
       if (stdout.includes(`"${name}"`)) continue;
-      await run(binary, ['operator', 'search-attribute', 'create', '--address', temporal.address, '--namespace', temporal.namespace, '--name', name, '--type', type], { timeout: 20_000 });
+      await run(
+        binary,
+        [
+          'operator',
+          'search-attribute',
+          'create',
+          '--address',
+          temporal.address,
+          '--namespace',
+          temporal.namespace,
+          '--name',
+          name,
+          '--type',
+          type,
+        ],
+        { timeout: 20_000 },
+      );
     }
   }
 
@@ -40,24 +64,50 @@ export function temporalService(config: Config): Service {
     name: NAME,
     async start() {
       if (!temporal.embedded) {
-        if (!(await healthy())) throw serviceError(`Temporal at TEMPORAL_ADDRESS=${temporal.address} is not reachable`, 'start that server, or unset TEMPORAL_ADDRESS to run the embedded dev server');
+        if (!(await healthy()))
+          throw serviceError(
+            `Temporal at TEMPORAL_ADDRESS=${temporal.address} is not reachable`,
+            'start that server, or unset TEMPORAL_ADDRESS to run the embedded dev server',
+          );
         await registerSearchAttributes();
         return 'reused';
       }
       if (runningPid(config.home, NAME) !== undefined && (await healthy())) return 'reused';
       if (await canConnect(temporal.port)) {
-        throw serviceError(`port ${temporal.port} (Temporal gRPC) is in use by another process`,
-          `stop that process, set LONGHAUL_TEMPORAL_PORT to a free port, or set TEMPORAL_ADDRESS=127.0.0.1:${temporal.port} to use that server`);
+        throw serviceError(
+          `port ${temporal.port} (Temporal gRPC) is in use by another process`,
+          `stop that process, set LONGHAUL_TEMPORAL_PORT to a free port, or set TEMPORAL_ADDRESS=127.0.0.1:${temporal.port} to use that server`,
+        );
       }
       if (await canConnect(temporal.uiPort)) {
-        throw serviceError(`port ${temporal.uiPort} (Temporal Web UI) is in use by another process`, 'stop that process or set LONGHAUL_TEMPORAL_UI_PORT to a free port');
+        throw serviceError(
+          `port ${temporal.uiPort} (Temporal Web UI) is in use by another process`,
+          'stop that process or set LONGHAUL_TEMPORAL_UI_PORT to a free port',
+        );
       }
       fs.mkdirSync(dataDir, { recursive: true });
-      const args = ['server', 'start-dev', '--db-filename', path.join(dataDir, 'temporal.db'), '--ip', '127.0.0.1',
-        '--port', String(temporal.port), '--ui-port', String(temporal.uiPort), '--namespace', temporal.namespace, '--log-level', 'warn',
+      const args = [
+        'server',
+        'start-dev',
+        '--db-filename',
+        path.join(dataDir, 'temporal.db'),
+        '--ip',
+        '127.0.0.1',
+        '--port',
+        String(temporal.port),
+        '--ui-port',
+        String(temporal.uiPort),
+        '--namespace',
+        temporal.namespace,
+        '--log-level',
+        'warn',
         // WAL + synchronous=normal: survives a crash of any process (the kill tests), and is several
         // times faster per workflow task than the default rollback journal with a full fsync.
-        '--sqlite-pragma', 'journal_mode=wal', '--sqlite-pragma', 'synchronous=normal'];
+        '--sqlite-pragma',
+        'journal_mode=wal',
+        '--sqlite-pragma',
+        'synchronous=normal',
+      ];
       for (const { name, type } of searchAttributeDefinitions) args.push('--search-attribute', `${name}=${type}`);
       startDetached(config.home, { name: NAME, command: temporalBinary(config.toolsDir), args });
       const log = logFile(config.home, NAME);
@@ -79,9 +129,14 @@ export function temporalService(config: Config): Service {
       const running = await healthy();
       const pid = runningPid(config.home, NAME);
       return {
-        name: NAME, embedded: temporal.embedded, running, address: temporal.address,
+        name: NAME,
+        embedded: temporal.embedded,
+        running,
+        address: temporal.address,
         ...(pid !== undefined ? { pid } : {}),
-        detail: temporal.embedded ? `Web UI http://127.0.0.1:${temporal.uiPort} · namespace ${temporal.namespace}` : `namespace ${temporal.namespace}`,
+        detail: temporal.embedded
+          ? `Web UI http://127.0.0.1:${temporal.uiPort} · namespace ${temporal.namespace}`
+          : `namespace ${temporal.namespace}`,
       };
     },
   };

@@ -25,7 +25,13 @@ export function workerService(config: Config, role: QueueRole): Service {
     },
     async status(): Promise<ServiceStatus> {
       const pid = runningPid(config.home, name);
-      return { name, embedded: true, running: pid !== undefined, address: `task queue ${taskQueueName(role, config.taskQueuePrefix)}`, ...(pid !== undefined ? { pid } : {}) };
+      return {
+        name,
+        embedded: true,
+        running: pid !== undefined,
+        address: `task queue ${taskQueueName(role, config.taskQueuePrefix)}`,
+        ...(pid !== undefined ? { pid } : {}),
+      };
     },
   };
 }

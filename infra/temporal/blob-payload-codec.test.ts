@@ -8,15 +8,30 @@ function memoryStore(): BlobStore & { objects: Map<string, Buffer> } {
   const objects = new Map<string, Buffer>();
   return {
     objects,
-    async put(key, body) { objects.set(key, Buffer.from(body)); },
-    async get(key) { const value = objects.get(key); if (!value) throw blobNotFound(key); return value; },
-    async exists(key) { return objects.has(key); },
-    async list(prefix) { return [...objects.keys()].filter((key) => key.startsWith(prefix)).sort(); },
-    async delete(key) { objects.delete(key); },
+    async put(key, body) {
+      objects.set(key, Buffer.from(body));
+    },
+    async get(key) {
+      const value = objects.get(key);
+      if (!value) throw blobNotFound(key);
+      return value;
+    },
+    async exists(key) {
+      return objects.has(key);
+    },
+    async list(prefix) {
+      return [...objects.keys()].filter((key) => key.startsWith(prefix)).sort();
+    },
+    async delete(key) {
+      objects.delete(key);
+    },
   };
 }
 
-const payload = (size: number): Payload => ({ metadata: { encoding: new TextEncoder().encode('json/plain') }, data: new Uint8Array(size).fill(7) });
+const payload = (size: number): Payload => ({
+  metadata: { encoding: new TextEncoder().encode('json/plain') },
+  data: new Uint8Array(size).fill(7),
+});
 
 test('payloads at or under the threshold pass through untouched', async () => {
   const store = memoryStore();

@@ -21,29 +21,34 @@ interface BlobReference {
 export function createBlobPayloadCodec(store: BlobStore, thresholdBytes: number, prefix = 'payloads/'): PayloadCodec {
   return {
     async encode(payloads: Payload[]): Promise<Payload[]> {
-      return Promise.all(payloads.map(async (payload) => {
-        if ((payload.data?.byteLength ?? 0) <= thresholdBytes) return payload;
-        const bytes = PayloadMessage.encode(payload).finish();
-        const sha256 = createHash('sha256').update(bytes).digest('hex');
-        const key = `${prefix}${sha256.slice(0, 2)}/${sha256}`;
-        if (!(await store.exists(key))) await store.put(key, bytes);
-        const reference: BlobReference = { key, bytes: bytes.byteLength, sha256 };
-        return {
-          metadata: { encoding: new TextEncoder().encode(BLOB_REFERENCE_ENCODING) },
-          data: new TextEncoder().encode(JSON.stringify(reference)),
-        };
-      }));
+      return Promise.all(
+        payloads.map(async (payload) => {
+          if ((payload.data?.byteLength ?? 0) <= thresholdBytes) return payload;
+          const bytes = PayloadMessage.encode(payload).finish();
+          const sha256 = createHash('sha256').update(bytes).digest('hex');
+          const key = `${prefix}${sha256.slice(0, 2)}/${sha256}`;
+          if (!(await store.exists(key))) await store.put(key, bytes);
+          const reference: BlobReference = { key, bytes: bytes.byteLength, sha256 };
+          return {
+            metadata: { encoding: new TextEncoder().encode(BLOB_REFERENCE_ENCODING) },
+            data: new TextEncoder().encode(JSON.stringify(reference)),
+          };
+        }),
+      );
     },
     async decode(payloads: Payload[]): Promise<Payload[]> {
-      return Promise.all(payloads.map(async (payload) => {
-        const encoding = payload.metadata?.encoding;
-        if (!encoding || new TextDecoder().decode(encoding) !== BLOB_REFERENCE_ENCODING) return payload;
-        const reference = parseReference(payload.data);
-        const bytes = await store.get(reference.key);
-        const sha256 = createHash('sha256').update(bytes).digest('hex');
-        if (sha256 !== reference.sha256) throw new Error(`payload blob ${reference.key} is corrupt: sha256 ${sha256} != ${reference.sha256}`);
-        return PayloadMessage.decode(bytes) as Payload;
-      }));
+      return Promise.all(
+        payloads.map(async (payload) => {
+          const encoding = payload.metadata?.encoding;
+          if (!encoding || new TextDecoder().decode(encoding) !== BLOB_REFERENCE_ENCODING) return payload;
+          const reference = parseReference(payload.data);
+          const bytes = await store.get(reference.key);
+          const sha256 = createHash('sha256').update(bytes).digest('hex');
+          if (sha256 !== reference.sha256)
+            throw new Error(`payload blob ${reference.key} is corrupt: sha256 ${sha256} != ${reference.sha256}`);
+          return PayloadMessage.decode(bytes) as Payload;
+        }),
+      );
     },
   };
 }

@@ -29,14 +29,21 @@ export function temporalConnectionOptions(config: Config): NativeConnectionOptio
 
 function unreachable(config: Config, error: Error): Error {
   const where = config.temporal.profile === null ? '' : ` (profile ${config.temporal.profile})`;
-  return new Error(`cannot reach Temporal at ${config.temporal.address}${where}: ${error.message}. Run ./longhaul up, or set TEMPORAL_ADDRESS or TEMPORAL_PROFILE.`);
+  return new Error(
+    `cannot reach Temporal at ${config.temporal.address}${where}: ${error.message}. Run ./longhaul up, or set TEMPORAL_ADDRESS or TEMPORAL_PROFILE.`,
+  );
 }
 
 export async function connectClient(config: Config, store: BlobStore): Promise<Client> {
   const connection = await Connection.connect(temporalConnectionOptions(config)).catch((error: Error) => {
     throw unreachable(config, error);
   });
-  return new Client({ connection, namespace: config.temporal.namespace, dataConverter: dataConverter(config, store), interceptors: { workflow: [startedWorkflowTracker] } });
+  return new Client({
+    connection,
+    namespace: config.temporal.namespace,
+    dataConverter: dataConverter(config, store),
+    interceptors: { workflow: [startedWorkflowTracker] },
+  });
 }
 
 /** A worker connection; installs this process's worker runtime (logging at LONGHAUL_LOG_LEVEL) on first use. */

@@ -72,7 +72,8 @@ export async function terminateRunning(config: Config, workflows: readonly Start
       if (!(await terminate(workflow.workflowId, workflow.firstExecutionRunId))) return;
       const children: string[] = [];
       const escaped = workflow.workflowId.replace(/'/g, "\\'");
-      for await (const child of client.workflow.list({ query: `ParentWorkflowId = '${escaped}' AND ExecutionStatus = 'Running'` })) children.push(child.workflowId);
+      for await (const child of client.workflow.list({ query: `ParentWorkflowId = '${escaped}' AND ExecutionStatus = 'Running'` }))
+        children.push(child.workflowId);
       await forEachBounded(children, 16, (child) => terminate(child));
     });
   } finally {
@@ -83,7 +84,9 @@ export async function terminateRunning(config: Config, workflows: readonly Start
 
 async function forEachBounded<T>(items: readonly T[], width: number, body: (item: T) => Promise<unknown>): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: Math.min(width, items.length) }, async () => {
-    while (next < items.length) await body(items[next++]!);
-  }));
+  await Promise.all(
+    Array.from({ length: Math.min(width, items.length) }, async () => {
+      while (next < items.length) await body(items[next++]!);
+    }),
+  );
 }

@@ -23,7 +23,13 @@ function readScript(prompt: string): Script {
   } catch {
     parsed = {};
   }
-  return { turns: parsed.turns ?? 3, answer: parsed.answer ?? 'scripted answer', delayMs: parsed.delayMs ?? 0, tokenDelayMs: parsed.tokenDelayMs ?? 0, invalidEvery: parsed.invalidEvery ?? 0 };
+  return {
+    turns: parsed.turns ?? 3,
+    answer: parsed.answer ?? 'scripted answer',
+    delayMs: parsed.delayMs ?? 0,
+    tokenDelayMs: parsed.tokenDelayMs ?? 0,
+    invalidEvery: parsed.invalidEvery ?? 0,
+  };
 }
 
 /** Turns already taken, from the prompt: one observation per turn, plus any omitted ones. */
@@ -45,9 +51,13 @@ export function createScriptedPolicy(options: { version?: () => number } = {}): 
     async generate(request: GenerateRequest, signal?: AbortSignal): Promise<GenerateResult> {
       const script = readScript(request.prompt);
       const turn = turnsTaken(request.prompt);
-      const text = request.forcedText ?? (turn + 1 >= script.turns ? `<think>done after ${turn} searches</think>\n<answer>${script.answer}</answer>`
-        : script.invalidEvery > 0 && (turn + 1) % script.invalidEvery === 0 ? `<search>unclosed step ${turn}`
-          : `<think>step ${turn}</think>\n<search>query ${turn}</search>`);
+      const text =
+        request.forcedText ??
+        (turn + 1 >= script.turns
+          ? `<think>done after ${turn} searches</think>\n<answer>${script.answer}</answer>`
+          : script.invalidEvery > 0 && (turn + 1) % script.invalidEvery === 0
+            ? `<search>unclosed step ${turn}`
+            : `<think>step ${turn}</think>\n<search>query ${turn}</search>`);
       if (script.delayMs > 0) await sleep(script.delayMs);
       const prefix = [...(request.prefixTokenIds ?? [])];
       const tokenIds = [...prefix];
@@ -63,9 +73,13 @@ export function createScriptedPolicy(options: { version?: () => number } = {}): 
 
       function result(finishReason: GenerateResult['finishReason']): GenerateResult {
         return {
-          text: String.fromCodePoint(...tokenIds), promptTokenIds: [...request.prompt.slice(0, 64)].map((character) => character.codePointAt(0)!),
-          tokenIds: [...tokenIds], logprobs: tokenIds.map(() => -0.5), tokenVersions: tokenVersions.map((tagged) => (tagged < 0 ? version() : tagged)),
-          policyVersion: version(), finishReason,
+          text: String.fromCodePoint(...tokenIds),
+          promptTokenIds: [...request.prompt.slice(0, 64)].map((character) => character.codePointAt(0)!),
+          tokenIds: [...tokenIds],
+          logprobs: tokenIds.map(() => -0.5),
+          tokenVersions: tokenVersions.map((tagged) => (tagged < 0 ? version() : tagged)),
+          policyVersion: version(),
+          finishReason,
         };
       }
     },

@@ -7,7 +7,16 @@ export function createScriptedTools(onCall?: (key: string, index: number) => voi
       return calls.map((call, index): ToolResult => {
         onCall?.(key, index);
         const query = (call.input as { query?: string; target?: string }).query ?? (call.input as { target?: string }).target ?? '';
-        return { tool: call.tool, ok: true, invalid: false, observation: `result ${index} for ${query}`, truncated: false, latencyMs: 0, cacheHit: false, documentIds: [`doc-${query.length}`] };
+        return {
+          tool: call.tool,
+          ok: true,
+          invalid: false,
+          observation: `result ${index} for ${query}`,
+          truncated: false,
+          latencyMs: 0,
+          cacheHit: false,
+          documentIds: [`doc-${query.length}`],
+        };
       });
     },
   };

@@ -37,7 +37,9 @@ export function tinyModelDir(): Promise<string> {
 /** Run a Python snippet in the engine's venv with a JSON argument; returns its last stdout line parsed as JSON. */
 export async function pythonJson(script: string, argument: unknown): Promise<unknown> {
   const { stdout } = await run(testPython(), ['-c', script, JSON.stringify(argument)], {
-    cwd: path.join(repoRoot, 'gpu', 'engine'), maxBuffer: 64 * 1024 * 1024, timeout: 300_000,
+    cwd: path.join(repoRoot, 'gpu', 'engine'),
+    maxBuffer: 64 * 1024 * 1024,
+    timeout: 300_000,
   });
   return JSON.parse(stdout.trim().split('\n').pop() ?? 'null') as unknown;
 }

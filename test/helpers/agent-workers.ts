@@ -8,6 +8,11 @@ export type AgentWorkers = InProcessAgent;
 
 export function agentWorkers(context: TestContext, backend: PolicyBackend, tools: Pick<ToolActivities, 'runTools'>): Promise<AgentWorkers> {
   return createInProcessAgent({
-    config: context.config, blobs: context.blobs, pool: context.pool, backend, tools, prefix: context.config.taskQueuePrefix,
+    config: context.config,
+    blobs: context.blobs,
+    pool: context.pool,
+    backend,
+    tools,
+    prefix: context.config.taskQueuePrefix,
   });
 }

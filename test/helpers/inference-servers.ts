@@ -30,7 +30,11 @@ export interface ProtocolServer {
   close(): Promise<void>;
 }
 
-interface Reply { readonly status: number; readonly body: unknown; readonly text?: boolean }
+interface Reply {
+  readonly status: number;
+  readonly body: unknown;
+  readonly text?: boolean;
+}
 type Handler = (method: string, route: string, body: unknown, contentType: string | undefined) => Reply;
 
 const notFound: Reply = { status: 404, body: { detail: 'Not Found' } };
@@ -45,12 +49,15 @@ async function serve(handler: Handler, port = 0): Promise<ProtocolServer> {
       const raw = Buffer.concat(chunks).toString('utf8');
       let body: unknown = raw;
       try {
-        body = raw === '' ? undefined : JSON.parse(raw) as unknown;
+        body = raw === '' ? undefined : (JSON.parse(raw) as unknown);
       } catch {
         body = { unparsable: raw };
       }
       const contentType = request.headers['content-type'];
-      const reply = outage > 0 ? (outage -= 1, { status: 503, body: { detail: 'Service Unavailable' } }) : handler(request.method ?? 'GET', request.url ?? '/', body, contentType);
+      const reply =
+        outage > 0
+          ? ((outage -= 1), { status: 503, body: { detail: 'Service Unavailable' } })
+          : handler(request.method ?? 'GET', request.url ?? '/', body, contentType);
       calls.push({ method: request.method ?? 'GET', path: request.url ?? '/', contentType, body, status: reply.status });
       response.writeHead(reply.status, { 'content-type': reply.text ? 'text/plain; charset=utf-8' : 'application/json' });
       response.end(reply.text ? String(reply.body) : JSON.stringify(reply.body));
@@ -60,14 +67,21 @@ async function serve(handler: Handler, port = 0): Promise<ProtocolServer> {
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     calls,
-    failNext: (count) => { outage = count; },
-    close: () => new Promise((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+    failNext: (count) => {
+      outage = count;
+    },
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 
 /** pydantic's complaint about a body field, as FastAPI returns it (422 {"detail": [...]}). */
 function fieldErrors(body: unknown, fields: Record<string, 'required' | 'optional'>): { loc: string[]; msg: string; type: string }[] {
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) return [{ loc: ['body'], msg: 'Input should be a valid dictionary or object to extract fields from', type: 'model_attributes_type' }];
+  if (body === null || typeof body !== 'object' || Array.isArray(body))
+    return [{ loc: ['body'], msg: 'Input should be a valid dictionary or object to extract fields from', type: 'model_attributes_type' }];
   const record = body as Record<string, unknown>;
   const errors: { loc: string[]; msg: string; type: string }[] = [];
   for (const [field, presence] of Object.entries(fields)) {
@@ -98,7 +112,14 @@ export function startSglangServer(options: SglangServerOptions = {}): Promise<Pr
     const usable = files.includes('config.json') && files.some((name) => name.endsWith('.safetensors'));
     const failedStatus = options.legacyStatus ? 200 : 400;
     if (!usable) {
-      return { status: failedStatus, body: { success: false, message: `Failed to get weights iterator: ${folder} has no config.json and *.safetensors weights.`, num_paused_requests: 0 } };
+      return {
+        status: failedStatus,
+        body: {
+          success: false,
+          message: `Failed to get weights iterator: ${folder} has no config.json and *.safetensors weights.`,
+          num_paused_requests: 0,
+        },
+      };
     }
     return { status: 200, body: { success: true, message: 'Succeeded to update model weights.', num_paused_requests: 0 } };
   });
@@ -122,7 +143,10 @@ export interface VllmServer extends ProtocolServer {
 export async function startVllmServer(options: VllmServerOptions = {}): Promise<VllmServer> {
   const loaded = new Map<string, string>();
   const error = (status: number, type: string, message: string): Reply => ({
-    status, body: options.legacyErrors ? { object: 'error', message, type, param: null, code: status } : { error: { message, type, param: null, code: status } },
+    status,
+    body: options.legacyErrors
+      ? { object: 'error', message, type, param: null, code: status }
+      : { error: { message, type, param: null, code: status } },
   });
   const load = (name: string, folder: string): Reply => {
     if (!name || !folder) return error(400, 'InvalidUserInput', "Both 'lora_name' and 'lora_path' must be provided.");
@@ -130,8 +154,14 @@ export async function startVllmServer(options: VllmServerOptions = {}): Promise<
     const config = path.join(folder, 'adapter_config.json');
     if (!fs.existsSync(config)) return error(404, 'NotFoundError', `Loading lora ${name} failed: No adapter found for ${folder}`);
     const adapter = JSON.parse(fs.readFileSync(config, 'utf8')) as { peft_type?: string; r?: number };
-    if (adapter.peft_type !== 'LORA') return error(400, 'BadRequestError', `Loading lora ${name} failed: ${config} is not a LoRA adapter (peft_type ${String(adapter.peft_type)})`);
-    if ((adapter.r ?? 0) > (options.maxLoraRank ?? 16)) return error(400, 'BadRequestError', `LoRA rank ${adapter.r} is greater than max_lora_rank ${options.maxLoraRank ?? 16}.`);
+    if (adapter.peft_type !== 'LORA')
+      return error(
+        400,
+        'BadRequestError',
+        `Loading lora ${name} failed: ${config} is not a LoRA adapter (peft_type ${String(adapter.peft_type)})`,
+      );
+    if ((adapter.r ?? 0) > (options.maxLoraRank ?? 16))
+      return error(400, 'BadRequestError', `LoRA rank ${adapter.r} is greater than max_lora_rank ${options.maxLoraRank ?? 16}.`);
     loaded.set(name, folder);
     return { status: 200, body: `Success: LoRA adapter '${name}' added successfully.`, text: true };
   };
@@ -139,7 +169,8 @@ export async function startVllmServer(options: VllmServerOptions = {}): Promise<
     const routes = ['/v1/load_lora_adapter', '/v1/unload_lora_adapter'];
     if (!routes.includes(route) || options.runtimeLoraUpdating === false) return notFound;
     if (method !== 'POST') return { status: 405, body: { detail: 'Method Not Allowed' } };
-    if (!contentType?.startsWith('application/json')) return { status: 415, body: { detail: "Unsupported Media Type: Only 'application/json' is allowed" } };
+    if (!contentType?.startsWith('application/json'))
+      return { status: 415, body: { detail: "Unsupported Media Type: Only 'application/json' is allowed" } };
     const loading = route === routes[0];
     const errors = fieldErrors(body, loading ? { lora_name: 'required', lora_path: 'required' } : { lora_name: 'required' });
     // vLLM turns pydantic's validation errors into a 400 ErrorResponse.
@@ -150,7 +181,12 @@ export async function startVllmServer(options: VllmServerOptions = {}): Promise<
     if (!loaded.delete(name)) return error(404, 'NotFoundError', `The lora adapter '${name}' cannot be found.`);
     return { status: 200, body: `Success: LoRA adapter '${name}' removed successfully.`, text: true };
   });
-  return { ...server, get loaded() { return [...loaded.keys()]; } };
+  return {
+    ...server,
+    get loaded() {
+      return [...loaded.keys()];
+    },
+  };
 }
 
 /** A minimal OpenAI-compatible /v1/completions (vLLM's token-id convention) that reports each request's `model`. */
@@ -160,7 +196,12 @@ export function startOpenAIServer(onModel: (model: string) => void): Promise<Pro
     const { model, max_tokens: maxTokens } = body as { model: string; max_tokens: number };
     onModel(model);
     const tokens = Array.from({ length: maxTokens }, (_, index) => `token_id:${100 + index}`);
-    return { status: 200, body: { choices: [{ text: 'x'.repeat(maxTokens), finish_reason: 'length', logprobs: { tokens, token_logprobs: tokens.map(() => -0.5) } }] } };
+    return {
+      status: 200,
+      body: {
+        choices: [{ text: 'x'.repeat(maxTokens), finish_reason: 'length', logprobs: { tokens, token_logprobs: tokens.map(() => -0.5) } }],
+      },
+    };
   });
 }
 
@@ -183,17 +224,43 @@ export function startTokenlessServer(options: TokenlessServerOptions): Promise<P
     const request = body as { prompt?: string; messages?: { role: string; content: string }[]; model?: string };
     const text = options.reply(request);
     const chat = route === '/v1/chat/completions';
-    const choice = chat ? { index: 0, message: { role: 'assistant', content: text }, finish_reason: 'stop' } : { index: 0, text, logprobs: null, finish_reason: 'stop' };
-    const usage = options.completionTokens === null ? {} : { usage: { prompt_tokens: 12, completion_tokens: options.completionTokens(text), total_tokens: 12 + options.completionTokens(text) } };
-    return { status: 200, body: { id: 'cmpl-local', object: chat ? 'chat.completion' : 'text_completion', created: 0, model: request.model ?? 'local', choices: [choice], ...usage } };
+    const choice = chat
+      ? { index: 0, message: { role: 'assistant', content: text }, finish_reason: 'stop' }
+      : { index: 0, text, logprobs: null, finish_reason: 'stop' };
+    const usage =
+      options.completionTokens === null
+        ? {}
+        : {
+            usage: {
+              prompt_tokens: 12,
+              completion_tokens: options.completionTokens(text),
+              total_tokens: 12 + options.completionTokens(text),
+            },
+          };
+    return {
+      status: 200,
+      body: {
+        id: 'cmpl-local',
+        object: chat ? 'chat.completion' : 'text_completion',
+        created: 0,
+        model: request.model ?? 'local',
+        choices: [choice],
+        ...usage,
+      },
+    };
   }, options.port);
 }
 
 /** `longhaul serve` (dist/cli/main.js) on a prepared model folder, as a child process; resolves with its /v1 base URL. */
 export async function startLonghaulServe(modelDir: string, version: number): Promise<{ child: ChildProcess; baseUrl: string }> {
-  const child = spawn(process.execPath, [path.join(repoRoot, 'dist', 'cli', 'main.js'), 'serve', '--port', '0', '--model-dir', modelDir, '--version', String(version)], {
-    stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LONGHAUL_ONNX_THREADS: '1' },
-  });
+  const child = spawn(
+    process.execPath,
+    [path.join(repoRoot, 'dist', 'cli', 'main.js'), 'serve', '--port', '0', '--model-dir', modelDir, '--version', String(version)],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, LONGHAUL_ONNX_THREADS: '1' },
+    },
+  );
   let output = '';
   const baseUrl = await new Promise<string>((resolve, reject) => {
     const onData = (chunk: Buffer) => {

@@ -38,7 +38,10 @@ export async function openContext(prefix: string, overrides: NodeJS.ProcessEnv =
   const client = await connectClient(config, blobs);
   const pool = createPool(config.postgres.url, 4);
   return {
-    config, client, blobs, pool,
+    config,
+    client,
+    blobs,
+    pool,
     queue: (role) => taskQueueName(role, prefix),
     async close() {
       await pool.end();
@@ -91,7 +94,10 @@ export async function waitUntil(check: () => Promise<boolean>, timeoutMs: number
 export function accepts(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = net.connect(port, '127.0.0.1');
-    socket.once('connect', () => { socket.destroy(); resolve(true); });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
     socket.once('error', () => resolve(false));
   });
 }

@@ -12,7 +12,10 @@ import { taskQueueName } from './queues.js';
  * refusals (invalid input, corrupt data) are never retried.
  */
 export const activityRetry: RetryPolicy = {
-  initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', nonRetryableErrorTypes: [...nonRetryableErrorTypes],
+  initialInterval: '1s',
+  backoffCoefficient: 2,
+  maximumInterval: '30s',
+  nonRetryableErrorTypes: [...nonRetryableErrorTypes],
 };
 
 /** The options of each kind of activity, on the task queues of a workflow's queue prefix. */
@@ -29,13 +32,26 @@ export function activityOptions(prefix: string) {
      * seconds so a dead worker is noticed at once; a cancel waits for the partial generation to be stored.
      */
     generate: {
-      taskQueue: taskQueueName('gpu-infer', prefix), startToCloseTimeout: '30 minutes', heartbeatTimeout: '15 seconds', retry: activityRetry,
+      taskQueue: taskQueueName('gpu-infer', prefix),
+      startToCloseTimeout: '30 minutes',
+      heartbeatTimeout: '15 seconds',
+      retry: activityRetry,
       cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
     },
     /** syncWeights on gpu-infer: downloads and loads a version (minutes for a large model). */
-    weightSync: { taskQueue: taskQueueName('gpu-infer', prefix), startToCloseTimeout: '30 minutes', heartbeatTimeout: '1 minute', retry: activityRetry },
+    weightSync: {
+      taskQueue: taskQueueName('gpu-infer', prefix),
+      startToCloseTimeout: '30 minutes',
+      heartbeatTimeout: '1 minute',
+      retry: activityRetry,
+    },
     /** trainStep / sftStep on gpu-train: one engine run, heartbeating from its progress lines. */
-    train: { taskQueue: taskQueueName('gpu-train', prefix), startToCloseTimeout: '6 hours', heartbeatTimeout: '2 minutes', retry: activityRetry },
+    train: {
+      taskQueue: taskQueueName('gpu-train', prefix),
+      startToCloseTimeout: '6 hours',
+      heartbeatTimeout: '2 minutes',
+      retry: activityRetry,
+    },
   } satisfies Record<string, ActivityOptions>;
 }
 

@@ -13,7 +13,9 @@ export function toApplicationFailure(error: unknown, context?: string): unknown 
   const prefix = context === undefined ? '' : `${context}: `;
   if (LonghaulError.is(error)) {
     return ApplicationFailure.create({
-      message: `${prefix}${error.message}`, type: error.code, nonRetryable: !error.retryable,
+      message: `${prefix}${error.message}`,
+      type: error.code,
+      nonRetryable: !error.retryable,
       ...(error.field === undefined ? {} : { details: [{ field: error.field }] }),
     });
   }

@@ -38,7 +38,10 @@ export class LonghaulError extends Error {
   readonly longhaulError = true;
 
   constructor(code: ErrorType, detail: string, options: LonghaulErrorOptions = {}) {
-    super(options.field === undefined ? detail : `${options.field}: ${detail}`, options.cause === undefined ? undefined : { cause: options.cause });
+    super(
+      options.field === undefined ? detail : `${options.field}: ${detail}`,
+      options.cause === undefined ? undefined : { cause: options.cause },
+    );
     this.name = 'LonghaulError';
     this.code = code;
     this.retryable = options.retryable ?? !nonRetryableErrorTypes.includes(code);

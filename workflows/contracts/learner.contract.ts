@@ -130,7 +130,15 @@ export interface QuestionRow {
 /** Activities the learner calls (agent queue unless noted). */
 export interface LearnerActivities {
   loadQuestion(input: { datasetKey: string; index: number }): Promise<QuestionRow | null>;
-  claimBatch(input: { runId: string; step: number; batchSize: number; currentVersion: number; eta: number; selection: BatchSelection; minGroupSize: number }): Promise<{ trajectoryIds: string[] }>;
+  claimBatch(input: {
+    runId: string;
+    step: number;
+    batchSize: number;
+    currentVersion: number;
+    eta: number;
+    selection: BatchSelection;
+    minGroupSize: number;
+  }): Promise<{ trajectoryIds: string[] }>;
   dropTrajectories(input: { runId: string; trajectoryIds: readonly string[]; reason: string }): Promise<{ dropped: number }>;
   releaseStaleTrajectories(input: { runId: string; currentVersion: number; eta: number }): Promise<{ dropped: number }>;
 }
@@ -189,4 +197,7 @@ export interface WeightSyncActivities {
 export const learnerStateQuery = defineQuery<LearnerState>('state');
 export const pauseUpdate = defineUpdate<LearnerState, []>('pause');
 export const resumeUpdate = defineUpdate<LearnerState, []>('resume');
-export const setConfigUpdate = defineUpdate<LearnerState, [Partial<Pick<LearnerSettings, 'eta' | 'maxInflight' | 'maxSteps' | 'dropEqualRewardGroups' | 'interruptOnPublish'>>]>('setConfig');
+export const setConfigUpdate = defineUpdate<
+  LearnerState,
+  [Partial<Pick<LearnerSettings, 'eta' | 'maxInflight' | 'maxSteps' | 'dropEqualRewardGroups' | 'interruptOnPublish'>>]
+>('setConfig');

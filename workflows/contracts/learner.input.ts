@@ -17,7 +17,17 @@ function booleanField(input: Fields, field: string, fallback: boolean): boolean 
 }
 
 export function parseLearnerSettings(value: Fields): LearnerSettings {
-  rejectUnknown(value, ['groupSize', 'batchSize', 'maxSteps', 'eta', 'maxInflight', 'mode', 'dropEqualRewardGroups', 'selection', 'interruptOnPublish']);
+  rejectUnknown(value, [
+    'groupSize',
+    'batchSize',
+    'maxSteps',
+    'eta',
+    'maxInflight',
+    'mode',
+    'dropEqualRewardGroups',
+    'selection',
+    'interruptOnPublish',
+  ]);
   const groupSize = integerField(value, 'groupSize', { min: 1, max: 256, default: 4 });
   const batchSize = integerField(value, 'batchSize', { min: 1, max: 100_000, default: 16 });
   if (batchSize % groupSize !== 0) throw new InputError('batchSize', `must be a multiple of groupSize (${groupSize}), got ${batchSize}`);
@@ -32,7 +42,8 @@ export function parseLearnerSettings(value: Fields): LearnerSettings {
     selection: enumField(value, 'selection', batchSelections, 'freshest'),
     interruptOnPublish: booleanField(value, 'interruptOnPublish', true),
   };
-  if (settings.dropEqualRewardGroups && groupSize < 2) throw new InputError('groupSize', 'must be at least 2 when dropEqualRewardGroups is on (a group of one always has equal rewards)');
+  if (settings.dropEqualRewardGroups && groupSize < 2)
+    throw new InputError('groupSize', 'must be at least 2 when dropEqualRewardGroups is on (a group of one always has equal rewards)');
   return settings;
 }
 

@@ -21,11 +21,14 @@ export interface PolicyCapabilitiesActivities {
 /** Throws a non-retryable LonghaulInvalidInput failure naming the backend and the fix unless it gives token ids and logprobs. */
 export function requireTrainablePolicy(capabilities: PolicyCapabilitiesResult): void {
   if (capabilities.tokenIds && capabilities.logprobs) return;
-  const lacking = [capabilities.tokenIds ? null : 'token ids', capabilities.logprobs ? null : 'logprobs'].filter((part) => part !== null).join(' or ');
+  const lacking = [capabilities.tokenIds ? null : 'token ids', capabilities.logprobs ? null : 'logprobs']
+    .filter((part) => part !== null)
+    .join(' or ');
   throw ApplicationFailure.nonRetryable(
-    `learner: the policy backend "${capabilities.backend}" of the gpu-infer worker returns no ${lacking} (${capabilities.detail}), so its trajectories cannot be trained on. `
-    + 'Serve the policy from a server that returns them (vLLM or SGLang with return_tokens_as_token_ids, or `longhaul serve`) '
-    + 'or set LONGHAUL_POLICY_BACKEND=onnx, and restart the gpu-infer worker.',
-    errorTypes.invalidInput, capabilities,
+    `learner: the policy backend "${capabilities.backend}" of the gpu-infer worker returns no ${lacking} (${capabilities.detail}), so its trajectories cannot be trained on. ` +
+      'Serve the policy from a server that returns them (vLLM or SGLang with return_tokens_as_token_ids, or `longhaul serve`) ' +
+      'or set LONGHAUL_POLICY_BACKEND=onnx, and restart the gpu-infer worker.',
+    errorTypes.invalidInput,
+    capabilities,
   );
 }

@@ -34,9 +34,17 @@ export interface ToolResult {
 }
 
 /** Inputs of the built-in tools the text protocol maps to (DESIGN §3.7). */
-export interface SearchToolInput { readonly query: string; readonly k?: number }
-export interface AccessToolInput { readonly target: string; readonly page?: number }
-export interface AnswerToolInput { readonly answer: string }
+export interface SearchToolInput {
+  readonly query: string;
+  readonly k?: number;
+}
+export interface AccessToolInput {
+  readonly target: string;
+  readonly page?: number;
+}
+export interface AnswerToolInput {
+  readonly answer: string;
+}
 
 /** Description of a tool for prompts and JSON function calling. */
 export interface ToolDescriptor {

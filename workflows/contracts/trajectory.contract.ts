@@ -105,7 +105,16 @@ export type ParsedAction =
   | { readonly kind: 'answer'; readonly answer: string }
   | { readonly kind: 'invalid'; readonly reason: string };
 
-export const stopReasons = ['answered', 'max_turns', 'max_tokens', 'max_wall_time', 'repeated', 'invalid', 'no_action', 'cancelled'] as const;
+export const stopReasons = [
+  'answered',
+  'max_turns',
+  'max_tokens',
+  'max_wall_time',
+  'repeated',
+  'invalid',
+  'no_action',
+  'cancelled',
+] as const;
 export type StopReason = (typeof stopReasons)[number];
 
 export interface TrajectoryState {

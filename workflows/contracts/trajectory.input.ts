@@ -1,6 +1,25 @@
 /** Validation and defaults of trajectory input (pure: runs inside the workflow). */
-import { contextModes, invalidPolicies, protocols, rewardMetrics, type RewardMetric, type TrajectoryLimits, type TrajectoryOptions } from './trajectory.contract.js';
-import { InputError, enumField, integerField, nestedField, numberField, objectInput, rejectUnknown, stringField, stringListField, type Fields } from './validate.js';
+import {
+  contextModes,
+  invalidPolicies,
+  protocols,
+  rewardMetrics,
+  type RewardMetric,
+  type TrajectoryLimits,
+  type TrajectoryOptions,
+} from './trajectory.contract.js';
+import {
+  InputError,
+  enumField,
+  integerField,
+  nestedField,
+  numberField,
+  objectInput,
+  rejectUnknown,
+  stringField,
+  stringListField,
+  type Fields,
+} from './validate.js';
 
 export interface NormalizedTrajectoryInput {
   readonly question: string;
@@ -29,7 +48,17 @@ function parseLimits(value: Fields): TrajectoryLimits {
 }
 
 function parseOptions(value: Fields): TrajectoryOptions {
-  rejectUnknown(value, ['protocol', 'contextMode', 'recentChars', 'maxObservationChars', 'maxCallsPerTurn', 'onInvalid', 'tools', 'temperature', 'seed']);
+  rejectUnknown(value, [
+    'protocol',
+    'contextMode',
+    'recentChars',
+    'maxObservationChars',
+    'maxCallsPerTurn',
+    'onInvalid',
+    'tools',
+    'temperature',
+    'seed',
+  ]);
   const tools = stringListField(value, 'tools', { maxItems: 32, maxLength: 64, default: ['search', 'access', 'answer'] });
   if (!tools.includes('answer')) throw new InputError('tools', 'must include "answer" (the agent has to be able to finish)');
   return {
@@ -48,13 +77,30 @@ function parseOptions(value: Fields): TrajectoryOptions {
 function forcedTurnsField(input: Fields): string[] {
   const turns = stringListField(input, 'forcedTurns', { maxItems: 1000, maxLength: 100_000, default: [] });
   const empty = turns.findIndex((turn) => turn.trim() === '');
-  if (empty >= 0) throw new InputError(`forcedTurns[${empty}]`, 'is empty; give the full text of that turn (e.g. "<search>…</search>") or leave the turn out');
+  if (empty >= 0)
+    throw new InputError(
+      `forcedTurns[${empty}]`,
+      'is empty; give the full text of that turn (e.g. "<search>…</search>") or leave the turn out',
+    );
   return turns;
 }
 
 export function parseTrajectoryInput(raw: unknown): NormalizedTrajectoryInput {
   const input = objectInput(raw, 'trajectory');
-  rejectUnknown(input, ['question', 'answers', 'questionId', 'dataset', 'runId', 'policyVersion', 'reportTo', 'limits', 'options', 'rewardMetric', 'forcedTurns', 'carried']);
+  rejectUnknown(input, [
+    'question',
+    'answers',
+    'questionId',
+    'dataset',
+    'runId',
+    'policyVersion',
+    'reportTo',
+    'limits',
+    'options',
+    'rewardMetric',
+    'forcedTurns',
+    'carried',
+  ]);
   return {
     question: stringField(input, 'question', { maxLength: 20_000 }),
     answers: stringListField(input, 'answers', { maxItems: 100, maxLength: 2000, default: [] }),

@@ -9,11 +9,22 @@ test('a valid skeleton input gets its defaults', () => {
 
 test('each bad skeleton input names its field', () => {
   const cases: [unknown, string][] = [
-    [null, 'input'], [[1], 'input'], [{}, 'steps'], [{ steps: 0 }, 'steps'], [{ steps: 1.5 }, 'steps'],
-    [{ steps: 2, stepDelayMs: -1 }, 'stepDelayMs'], [{ steps: 2, label: '' }, 'label'], [{ steps: 2, startStep: 3 }, 'startStep'], [{ steps: 2, extra: true }, 'extra'],
+    [null, 'input'],
+    [[1], 'input'],
+    [{}, 'steps'],
+    [{ steps: 0 }, 'steps'],
+    [{ steps: 1.5 }, 'steps'],
+    [{ steps: 2, stepDelayMs: -1 }, 'stepDelayMs'],
+    [{ steps: 2, label: '' }, 'label'],
+    [{ steps: 2, startStep: 3 }, 'startStep'],
+    [{ steps: 2, extra: true }, 'extra'],
   ];
   for (const [input, field] of cases) {
-    assert.throws(() => parseSkeletonInput(input), (error: unknown) => error instanceof InputError && error.field === field, `expected ${field} to be named for ${JSON.stringify(input)}`);
+    assert.throws(
+      () => parseSkeletonInput(input),
+      (error: unknown) => error instanceof InputError && error.field === field,
+      `expected ${field} to be named for ${JSON.stringify(input)}`,
+    );
   }
 });
 
@@ -23,7 +34,14 @@ test('teacher-forced turns and warm-start settings are validated field by field'
   assert.deepEqual(parseTrajectoryInput({ question: 'q?', forcedTurns: ['<answer>a</answer>'] }).forcedTurns, ['<answer>a</answer>']);
   assert.deepEqual(parseTrajectoryInput({ question: 'q?' }).forcedTurns, []);
   const settings = parseWarmStartInput({ runId: 'r', datasetKey: 'k' }).settings;
-  assert.deepEqual(settings, { source: 'gold', samplesPerQuestion: 4, minReward: 1, maxQuestions: 1000, concurrency: 8, trajectoriesPerStep: 256 });
+  assert.deepEqual(settings, {
+    source: 'gold',
+    samplesPerQuestion: 4,
+    minReward: 1,
+    maxQuestions: 1000,
+    concurrency: 8,
+    trajectoriesPerStep: 256,
+  });
   const cases: [() => unknown, string][] = [
     [() => parseTrajectoryInput({ question: 'q?', forcedTurns: ['<search>x</search>', ' '] }), 'forcedTurns[1]'],
     [() => parseTrajectoryInput({ question: 'q?', forcedTurns: '<answer>a</answer>' }), 'forcedTurns'],

@@ -16,7 +16,10 @@ export type Fields = Record<string, unknown>;
 
 export function objectInput(value: unknown, what: string): Fields {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    throw new InputError('input', `${what} takes one JSON object, got ${value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value}`);
+    throw new InputError(
+      'input',
+      `${what} takes one JSON object, got ${value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value}`,
+    );
   }
   return value as Fields;
 }
@@ -46,7 +49,10 @@ export function stringField(input: Fields, field: string, options: { maxLength: 
     throw new InputError(field, 'required string is missing');
   }
   if (typeof value !== 'string' || value.length === 0 || value.length > options.maxLength) {
-    throw new InputError(field, `expected a non-empty string of at most ${options.maxLength} characters, got ${JSON.stringify(value)?.slice(0, 60)}`);
+    throw new InputError(
+      field,
+      `expected a non-empty string of at most ${options.maxLength} characters, got ${JSON.stringify(value)?.slice(0, 60)}`,
+    );
   }
   return value;
 }
@@ -63,14 +69,23 @@ export function numberField(input: Fields, field: string, options: { min: number
 export function enumField<T extends string>(input: Fields, field: string, allowed: readonly T[], fallback: T): T {
   const value = input[field];
   if (value === undefined) return fallback;
-  if (typeof value !== 'string' || !allowed.includes(value as T)) throw new InputError(field, `expected one of ${allowed.map((item) => JSON.stringify(item)).join(', ')}, got ${JSON.stringify(value)}`);
+  if (typeof value !== 'string' || !allowed.includes(value as T))
+    throw new InputError(field, `expected one of ${allowed.map((item) => JSON.stringify(item)).join(', ')}, got ${JSON.stringify(value)}`);
   return value as T;
 }
 
-export function stringListField(input: Fields, field: string, options: { maxItems: number; maxLength: number; default: readonly string[] }): string[] {
+export function stringListField(
+  input: Fields,
+  field: string,
+  options: { maxItems: number; maxLength: number; default: readonly string[] },
+): string[] {
   const value = input[field];
   if (value === undefined) return [...options.default];
-  if (!Array.isArray(value) || value.length > options.maxItems || !value.every((item) => typeof item === 'string' && item.length <= options.maxLength)) {
+  if (
+    !Array.isArray(value) ||
+    value.length > options.maxItems ||
+    !value.every((item) => typeof item === 'string' && item.length <= options.maxLength)
+  ) {
     throw new InputError(field, `expected a list of at most ${options.maxItems} strings of at most ${options.maxLength} characters`);
   }
   return value as string[];

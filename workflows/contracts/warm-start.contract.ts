@@ -77,7 +77,14 @@ export interface WarmStartResult extends WarmStartState {
 /** On the gpu-train queue. */
 export interface SftActivities {
   checkHyperparameters(input: CheckHyperparametersInput): Promise<void>;
-  sftStep(input: { runId: string; step: number; trajectoryIds: readonly string[]; baseVersion: number; outputVersion: number; hyperparameters: Record<string, unknown> }): Promise<{ version: number; metrics: Record<string, unknown> }>;
+  sftStep(input: {
+    runId: string;
+    step: number;
+    trajectoryIds: readonly string[];
+    baseVersion: number;
+    outputVersion: number;
+    hyperparameters: Record<string, unknown>;
+  }): Promise<{ version: number; metrics: Record<string, unknown> }>;
 }
 
 export const warmStartStateQuery = defineQuery<WarmStartState>('state');

@@ -7,6 +7,7 @@ outcome reward reaches early turns discounted. Tokens with loss mask 0 get advan
 
 Nothing to run: used by train.py; tested in tests/test_advantages.py.
 """
+
 from collections import defaultdict
 
 import torch

@@ -7,6 +7,7 @@ Run (from gpu/engine):
 
 Each mode runs in its own process so peak RSS is that mode's alone. Prints one JSON line per mode.
 """
+
 import argparse
 import json
 import subprocess
@@ -18,12 +19,29 @@ from pathlib import Path
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-SMOLLM2_135M = dict(vocab_size=49152, hidden_size=576, intermediate_size=1536, num_hidden_layers=30,
-                    num_attention_heads=9, num_key_value_heads=3, max_position_embeddings=8192,
-                    tie_word_embeddings=True, rope_theta=100000.0, bos_token_id=1, eos_token_id=2)
-TRAINABLE = {"full": {"mode": "full"},
-             "lora": {"mode": "lora", "rank": 16, "alpha": 32, "targets": ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]},
-             "head": {"mode": "freeze", "trainPatterns": ["lm_head"]}}
+SMOLLM2_135M = dict(
+    vocab_size=49152,
+    hidden_size=576,
+    intermediate_size=1536,
+    num_hidden_layers=30,
+    num_attention_heads=9,
+    num_key_value_heads=3,
+    max_position_embeddings=8192,
+    tie_word_embeddings=True,
+    rope_theta=100000.0,
+    bos_token_id=1,
+    eos_token_id=2,
+)
+TRAINABLE = {
+    "full": {"mode": "full"},
+    "lora": {
+        "mode": "lora",
+        "rank": 16,
+        "alpha": 32,
+        "targets": ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
+    },
+    "head": {"mode": "freeze", "trainPatterns": ["lm_head"]},
+}
 
 
 def make_manifest(work: Path, mode: str, samples: int, tokens: int, micro: int) -> Path:
@@ -36,15 +54,48 @@ def make_manifest(work: Path, mode: str, samples: int, tokens: int, micro: int) 
     rows = []
     for i in range(samples):
         ids = torch.randint(3, SMOLLM2_135M["vocab_size"], (tokens,), generator=generator).tolist()
-        rows.append({"id": f"s{i}", "groupId": f"g{i // 4}", "reward": float(i % 2), "tokenIds": ids,
-                     "lossMask": [0] * prompt + [1] * (tokens - prompt), "behaviourLogprobs": [0.0] * prompt + [-10.0] * (tokens - prompt),
-                     "policyVersions": [-1] * prompt + [0] * (tokens - prompt), "turnIndices": [0] * tokens})
-    hp = {"learningRate": 1e-5, "weightDecay": 0.0, "gradientClip": 1.0, "microBatchSize": micro,
-          "trainable": TRAINABLE[mode], "emaDecay": None, "seed": 0,
-          "ppo": {"clipEpsilon": 0.2, "importanceCap": 5.0, "importanceCapMode": "mask", "aggregation": "token",
-                  "groupNormalise": True, "turnDiscount": 1.0, "entropyCoefficient": 0.0, "maxStaleness": 4}}
-    document = {"schemaVersion": 1, "kind": "rl", "runId": "bench", "step": 0, "basePolicy": {"version": 0, "modelDir": str(base)},
-                "outputDir": str(work / f"v1-{mode}"), "outputPolicyVersion": 1, "hyperparameters": hp, "samples": rows}
+        rows.append(
+            {
+                "id": f"s{i}",
+                "groupId": f"g{i // 4}",
+                "reward": float(i % 2),
+                "tokenIds": ids,
+                "lossMask": [0] * prompt + [1] * (tokens - prompt),
+                "behaviourLogprobs": [0.0] * prompt + [-10.0] * (tokens - prompt),
+                "policyVersions": [-1] * prompt + [0] * (tokens - prompt),
+                "turnIndices": [0] * tokens,
+            }
+        )
+    hp = {
+        "learningRate": 1e-5,
+        "weightDecay": 0.0,
+        "gradientClip": 1.0,
+        "microBatchSize": micro,
+        "trainable": TRAINABLE[mode],
+        "emaDecay": None,
+        "seed": 0,
+        "ppo": {
+            "clipEpsilon": 0.2,
+            "importanceCap": 5.0,
+            "importanceCapMode": "mask",
+            "aggregation": "token",
+            "groupNormalise": True,
+            "turnDiscount": 1.0,
+            "entropyCoefficient": 0.0,
+            "maxStaleness": 4,
+        },
+    }
+    document = {
+        "schemaVersion": 1,
+        "kind": "rl",
+        "runId": "bench",
+        "step": 0,
+        "basePolicy": {"version": 0, "modelDir": str(base)},
+        "outputDir": str(work / f"v1-{mode}"),
+        "outputPolicyVersion": 1,
+        "hyperparameters": hp,
+        "samples": rows,
+    }
     path = work / f"manifest-{mode}.json"
     path.write_text(json.dumps(document))
     return path
@@ -57,12 +108,21 @@ def one_mode(args) -> dict:
     path = make_manifest(work, args.mode, args.samples, args.tokens, args.micro_batch)
     started = time.time()
     m = run(str(path), onnx=False)
-    return {"mode": args.mode, "samples": args.samples, "tokensPerSample": args.tokens, "microBatch": args.micro_batch,
-            "threads": torch.get_num_threads(), "trainableParameters": m["trainableParameters"],
-            "forwardBackwardTokensPerSecond": round(m["tokensPerSecond"], 1),
-            "proximalTokensPerSecond": round(m["tokens"] / max(m["proximalSeconds"], 1e-9), 1),
-            "updateSeconds": m["updateSeconds"], "proximalSeconds": m["proximalSeconds"], "saveSeconds": m["saveSeconds"],
-            "stepSeconds": round(time.time() - started, 1), "peakRssGiB": round(m["peakRssBytes"] / 2**30, 2)}
+    return {
+        "mode": args.mode,
+        "samples": args.samples,
+        "tokensPerSample": args.tokens,
+        "microBatch": args.micro_batch,
+        "threads": torch.get_num_threads(),
+        "trainableParameters": m["trainableParameters"],
+        "forwardBackwardTokensPerSecond": round(m["tokensPerSecond"], 1),
+        "proximalTokensPerSecond": round(m["tokens"] / max(m["proximalSeconds"], 1e-9), 1),
+        "updateSeconds": m["updateSeconds"],
+        "proximalSeconds": m["proximalSeconds"],
+        "saveSeconds": m["saveSeconds"],
+        "stepSeconds": round(time.time() - started, 1),
+        "peakRssGiB": round(m["peakRssBytes"] / 2**30, 2),
+    }
 
 
 def main() -> None:
@@ -82,9 +142,23 @@ def main() -> None:
         return
     with tempfile.TemporaryDirectory(prefix="longhaul-bench-") as work:
         for mode in ("full", "lora"):
-            command = [sys.executable, "-m", "longhaul_engine.bench", "--mode", mode, "--samples", str(args.samples),
-                       "--tokens", str(args.tokens), "--micro-batch", str(args.micro_batch), "--threads", str(args.threads),
-                       "--work", args.work or work]
+            command = [
+                sys.executable,
+                "-m",
+                "longhaul_engine.bench",
+                "--mode",
+                mode,
+                "--samples",
+                str(args.samples),
+                "--tokens",
+                str(args.tokens),
+                "--micro-batch",
+                str(args.micro_batch),
+                "--threads",
+                str(args.threads),
+                "--work",
+                args.work or work,
+            ]
             done = subprocess.run(command, capture_output=True, text=True, check=True)
             print(done.stdout.strip().splitlines()[-1], flush=True)
 

@@ -14,6 +14,7 @@ half-written version, and an existing non-empty output dir is never replaced.
 
 Nothing to run: used by train.py and sft.py; tested in tests/test_checkpoint.py.
 """
+
 import json
 import os
 import shutil
@@ -27,9 +28,17 @@ from .errors import CorruptCheckpoint, OutputExists
 from .manifest import ENGINE_STATE
 
 MODEL_FILE, TRAIN_STATE_FILE, OPTIMIZER_FILE, METRICS_FILE = "model.safetensors", "train_state.safetensors", "optimizer.pt", "metrics.json"
-COPIED_FILES = ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
-                "special_tokens_map.json", "vocab.json", "merges.txt", "chat_template.jinja",
-                "longhaul-model.json")  # longhaul-model.json: written by prepare.py, read by the TS policy
+COPIED_FILES = (
+    "config.json",
+    "generation_config.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "vocab.json",
+    "merges.txt",
+    "chat_template.jinja",
+    "longhaul-model.json",
+)  # longhaul-model.json: written by prepare.py, read by the TS policy
 
 
 def read_tensors(path: Path) -> dict:
@@ -55,7 +64,9 @@ def load_model(model_dir: Path) -> LlamaForCausalLM:
         missing = [k for k in missing if k != "lm_head.weight"]
         model.tie_weights()
     if missing or unexpected:
-        raise CorruptCheckpoint(f"{model_dir / MODEL_FILE}: weights do not match config.json (missing {missing[:3]}, unexpected {unexpected[:3]})")
+        raise CorruptCheckpoint(
+            f"{model_dir / MODEL_FILE}: weights do not match config.json (missing {missing[:3]}, unexpected {unexpected[:3]})"
+        )
     model.eval()  # no dropout: proximal and training forwards must see the same function
     return model
 
@@ -133,5 +144,12 @@ def _fsync_dir(path: Path) -> None:
 
 
 def engine_state(policy_version: int, run_id: str, step: int, kind: str, trainable: dict, ema: bool, optimizer_steps: int) -> dict:
-    return {"policyVersion": policy_version, "runId": run_id, "step": step, "kind": kind, "trainable": trainable,
-            "ema": ema, "optimizerSteps": optimizer_steps}
+    return {
+        "policyVersion": policy_version,
+        "runId": run_id,
+        "step": step,
+        "kind": kind,
+        "trainable": trainable,
+        "ema": ema,
+        "optimizerSteps": optimizer_steps,
+    }

@@ -9,6 +9,7 @@ A past of length 0 is a valid input, so one graph serves prefill and decode.
 Used by longhaul_engine.prepare; run alone on a prepared folder:
     ../../.longhaul/tools/venv/bin/python -m longhaul_engine.export --model DIR
 """
+
 import argparse
 import sys
 from pathlib import Path
@@ -32,8 +33,15 @@ class PastKeyValuesWrapper(torch.nn.Module):
         cache = DynamicCache(config=self.model.config)
         for layer in range(self.layers):
             cache.update(past[2 * layer], past[2 * layer + 1], layer)
-        output = self.model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
-                            past_key_values=cache, use_cache=True, return_dict=True, logits_to_keep=logits_positions)
+        output = self.model(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            position_ids=position_ids,
+            past_key_values=cache,
+            use_cache=True,
+            return_dict=True,
+            logits_to_keep=logits_positions,
+        )
         presents = []
         for layer in output.past_key_values.layers:
             presents.extend([layer.keys, layer.values])
@@ -62,16 +70,29 @@ def export_onnx(model, path: Path) -> None:
     logits_positions = torch.tensor([0, new - 1], dtype=torch.long)
     past = [torch.zeros(kv_shape(config, batch, past_length)) for _ in range(2 * config.num_hidden_layers)]
     inputs, outputs = io_names(config.num_hidden_layers)
-    dynamic = {"input_ids": {0: "batch", 1: "new"}, "attention_mask": {0: "batch", 1: "total"},
-               "position_ids": {0: "batch", 1: "new"}, "logits_positions": {0: "kept"}, "logits": {0: "batch", 1: "kept"}}
+    dynamic = {
+        "input_ids": {0: "batch", 1: "new"},
+        "attention_mask": {0: "batch", 1: "total"},
+        "position_ids": {0: "batch", 1: "new"},
+        "logits_positions": {0: "kept"},
+        "logits": {0: "batch", 1: "kept"},
+    }
     for name in inputs[4:]:
         dynamic[name] = {0: "batch", 2: "past"}
     for name in outputs[1:]:
         dynamic[name] = {0: "batch", 2: "total"}
     with torch.no_grad():
-        torch.onnx.export(wrapper, (input_ids, attention_mask, position_ids, logits_positions, *past), str(path), dynamo=False,
-                          input_names=inputs, output_names=outputs, dynamic_axes=dynamic, opset_version=OPSET,
-                          do_constant_folding=True)
+        torch.onnx.export(
+            wrapper,
+            (input_ids, attention_mask, position_ids, logits_positions, *past),
+            str(path),
+            dynamo=False,
+            input_names=inputs,
+            output_names=outputs,
+            dynamic_axes=dynamic,
+            opset_version=OPSET,
+            do_constant_folding=True,
+        )
     externalize_weights(path)
 
 
@@ -96,15 +117,23 @@ def check_onnx(model, path: Path, prompt_ids: list) -> dict:
     session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     inputs, _ = io_names(config.num_hidden_layers)
     ids = np.array([prompt_ids], dtype=np.int64)
-    feed = {"input_ids": ids, "attention_mask": np.ones_like(ids), "position_ids": np.arange(ids.shape[1])[None, :],
-            "logits_positions": np.arange(ids.shape[1])}
+    feed = {
+        "input_ids": ids,
+        "attention_mask": np.ones_like(ids),
+        "position_ids": np.arange(ids.shape[1])[None, :],
+        "logits_positions": np.arange(ids.shape[1]),
+    }
     for name in inputs[4:]:
         feed[name] = np.zeros(kv_shape(config, 1, 0), dtype=np.float32)
     first = session.run(None, feed)
     next_id = int(first[0][0, -1].argmax())
     total = ids.shape[1] + 1
-    feed = {"input_ids": np.array([[next_id]], dtype=np.int64), "attention_mask": np.ones((1, total), dtype=np.int64),
-            "position_ids": np.array([[total - 1]], dtype=np.int64), "logits_positions": np.array([0], dtype=np.int64)}
+    feed = {
+        "input_ids": np.array([[next_id]], dtype=np.int64),
+        "attention_mask": np.ones((1, total), dtype=np.int64),
+        "position_ids": np.array([[total - 1]], dtype=np.int64),
+        "logits_positions": np.array([0], dtype=np.int64),
+    }
     for index, name in enumerate(inputs[4:]):
         feed[name] = first[1 + index]
     second = session.run(None, feed)

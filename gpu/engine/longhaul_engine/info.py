@@ -2,6 +2,7 @@
 
 Run: cd gpu/engine && ../../.longhaul/tools/venv/bin/python -m longhaul_engine.info
 """
+
 import json
 import platform
 

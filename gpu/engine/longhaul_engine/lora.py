@@ -6,6 +6,7 @@ un-merging: W = W_saved − (α/r) · B A).
 
 Nothing to run: used by train.py and sft.py; tested in tests/test_train.py.
 """
+
 import math
 
 import torch
@@ -34,8 +35,11 @@ class LoRALinear(nn.Module):
 def attach(model: nn.Module, rank: int, alpha: float, targets: list, seed: int) -> dict:
     """Wrap every nn.Linear whose name ends with one of `targets`; returns {module name: LoRALinear}."""
     generator = torch.Generator().manual_seed(seed)
-    chosen = [(name, module) for name, module in model.named_modules()
-              if isinstance(module, nn.Linear) and any(name.split(".")[-1] == t for t in targets)]
+    chosen = [
+        (name, module)
+        for name, module in model.named_modules()
+        if isinstance(module, nn.Linear) and any(name.split(".")[-1] == t for t in targets)
+    ]
     assert chosen, f"LoRA targets {targets} match no linear layer of the model"
     wrapped = {}
     for name, module in chosen:

@@ -15,6 +15,7 @@ denominator, as in AReaL.
 
 Nothing to run: used by train.py; hand-computed tests in tests/test_loss.py.
 """
+
 from dataclasses import dataclass
 
 import torch
@@ -40,10 +41,10 @@ def token_logprobs(logits: torch.Tensor, token_ids: torch.Tensor, with_entropy: 
 
 @dataclass
 class TokenTerms:
-    loss: torch.Tensor      # per-token loss before masking/aggregation
-    clipped: torch.Tensor   # bool: the clipped branch was taken
-    capped: torch.Tensor    # bool: behaviour weight exceeded the cap
-    weight: torch.Tensor    # behaviour importance weight after the cap
+    loss: torch.Tensor  # per-token loss before masking/aggregation
+    clipped: torch.Tensor  # bool: the clipped branch was taken
+    capped: torch.Tensor  # bool: behaviour weight exceeded the cap
+    weight: torch.Tensor  # behaviour importance weight after the cap
 
 
 def ppo_token_terms(new, prox, behav, advantages, clip_epsilon, cap, cap_mode, entropy=None, entropy_coefficient=0.0) -> TokenTerms:

@@ -5,6 +5,7 @@ Every refusal happens here, before any model is loaded or any compute runs.
 Check a manifest without training:
   cd gpu/engine && ../../.longhaul/tools/venv/bin/python -m longhaul_engine.manifest --manifest PATH
 """
+
 import argparse
 import json
 import math
@@ -46,8 +47,8 @@ class Hyperparameters:
     ema_decay: float | None
     seed: int
     ppo: Ppo | None
-    epochs: int = 1                  # sft only
-    batch_size: int | None = None    # sft only: samples per optimizer step (None = all)
+    epochs: int = 1  # sft only
+    batch_size: int | None = None  # sft only: samples per optimizer step (None = all)
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,7 @@ def _plain_items_check(items_json: str):
         if allowed and not set(values) <= allowed:
             return False
         return (low is None or min(values) >= low) and (high is None or max(values) <= high)
+
     return check
 
 
@@ -130,7 +132,11 @@ def _short(value) -> str:
     text = repr(value)
     if len(text) <= 60:
         return text
-    return f"a {type(value).__name__} of {len(value)} {'characters' if isinstance(value, str) else 'items'}" if hasattr(value, "__len__") else text[:60] + "…"
+    return (
+        f"a {type(value).__name__} of {len(value)} {'characters' if isinstance(value, str) else 'items'}"
+        if hasattr(value, "__len__")
+        else text[:60] + "…"
+    )
 
 
 def _branches(error: ValidationError) -> list:
@@ -159,7 +165,9 @@ def _no_variant(error: ValidationError, branches: list) -> list:
         lines = []
         for key in culprits:
             allowed = sorted({json.dumps(fields[key].validator_value) for fields in refused})
-            lines.append(f"{_field(error.absolute_path)}.{key}: must be {' or '.join(allowed)}, got {json.dumps(error.instance.get(key), default=str)[:60]}")
+            lines.append(
+                f"{_field(error.absolute_path)}.{key}: must be {' or '.join(allowed)}, got {json.dumps(error.instance.get(key), default=str)[:60]}"
+            )
         return lines
     types = sorted({str(e.validator_value) for errors in branches for e in errors if e.validator == "type" and not e.relative_path})
     if types:
@@ -186,23 +194,39 @@ def schema_errors(document) -> list:
 def _parse_hyperparameters(raw: dict) -> Hyperparameters:
     ppo = raw.get("ppo")
     return Hyperparameters(
-        learning_rate=raw["learningRate"], weight_decay=raw["weightDecay"],
-        adam_betas=tuple(raw.get("adamBetas", (0.9, 0.999))), gradient_clip=raw["gradientClip"],
-        micro_batch_size=int(raw["microBatchSize"]), trainable=raw["trainable"], ema_decay=raw["emaDecay"],
-        seed=int(raw["seed"]), epochs=int(raw.get("epochs", 1)), batch_size=raw.get("batchSize"),
-        ppo=None if ppo is None else Ppo(
-            clip_epsilon=ppo["clipEpsilon"], importance_cap=ppo["importanceCap"],
-            importance_cap_mode=ppo["importanceCapMode"], aggregation=ppo["aggregation"],
-            group_normalise=ppo["groupNormalise"], turn_discount=ppo["turnDiscount"],
-            entropy_coefficient=ppo["entropyCoefficient"], minibatches=int(ppo.get("minibatches", 1)),
-            max_staleness=int(ppo["maxStaleness"])),
+        learning_rate=raw["learningRate"],
+        weight_decay=raw["weightDecay"],
+        adam_betas=tuple(raw.get("adamBetas", (0.9, 0.999))),
+        gradient_clip=raw["gradientClip"],
+        micro_batch_size=int(raw["microBatchSize"]),
+        trainable=raw["trainable"],
+        ema_decay=raw["emaDecay"],
+        seed=int(raw["seed"]),
+        epochs=int(raw.get("epochs", 1)),
+        batch_size=raw.get("batchSize"),
+        ppo=None
+        if ppo is None
+        else Ppo(
+            clip_epsilon=ppo["clipEpsilon"],
+            importance_cap=ppo["importanceCap"],
+            importance_cap_mode=ppo["importanceCapMode"],
+            aggregation=ppo["aggregation"],
+            group_normalise=ppo["groupNormalise"],
+            turn_discount=ppo["turnDiscount"],
+            entropy_coefficient=ppo["entropyCoefficient"],
+            minibatches=int(ppo.get("minibatches", 1)),
+            max_staleness=int(ppo["maxStaleness"]),
+        ),
     )
 
 
 def _parse_sample(raw: dict) -> Sample:
     return Sample(
-        id=raw["id"], token_ids=[int(t) for t in raw["tokenIds"]], loss_mask=[int(m) for m in raw["lossMask"]],
-        group_id=raw.get("groupId", ""), reward=raw.get("reward", 0.0),
+        id=raw["id"],
+        token_ids=[int(t) for t in raw["tokenIds"]],
+        loss_mask=[int(m) for m in raw["lossMask"]],
+        group_id=raw.get("groupId", ""),
+        reward=raw.get("reward", 0.0),
         behaviour_logprobs=raw.get("behaviourLogprobs"),
         policy_versions=None if "policyVersions" not in raw else [int(v) for v in raw["policyVersions"]],
         turn_indices=None if "turnIndices" not in raw else [int(t) for t in raw["turnIndices"]],
@@ -214,8 +238,7 @@ def _check_sample(sample: Sample, index: int, base_version: int, ppo: Ppo | None
     length = len(sample.token_ids)
     arrays = {"lossMask": sample.loss_mask}
     if ppo is not None:
-        arrays.update(behaviourLogprobs=sample.behaviour_logprobs, policyVersions=sample.policy_versions,
-                      turnIndices=sample.turn_indices)
+        arrays.update(behaviourLogprobs=sample.behaviour_logprobs, policyVersions=sample.policy_versions, turnIndices=sample.turn_indices)
     for name, values in arrays.items():
         if len(values) != length:
             raise InvalidBatch(f"{where}: {name} has {len(values)} entries but tokenIds has {length}")
@@ -233,9 +256,13 @@ def _check_sample(sample: Sample, index: int, base_version: int, ppo: Ppo | None
         if logprob > LOGPROB_TOLERANCE:
             raise InvalidBatch(f"{where}: behaviourLogprobs[{t}] is {logprob}, a logprob must be <= 0")
         if version < 0 or version > base_version:
-            raise InvalidBatch(f"{where}: policyVersions[{t}] is {version}, a trained token must come from a version in 0..{base_version} (the base version)")
+            raise InvalidBatch(
+                f"{where}: policyVersions[{t}] is {version}, a trained token must come from a version in 0..{base_version} (the base version)"
+            )
         if base_version - version > ppo.max_staleness:
-            raise InvalidBatch(f"{where}: policyVersions[{t}] is {version}, staler than maxStaleness {ppo.max_staleness} allows at base version {base_version}")
+            raise InvalidBatch(
+                f"{where}: policyVersions[{t}] is {version}, staler than maxStaleness {ppo.max_staleness} allows at base version {base_version}"
+            )
 
 
 def _check_batch(manifest: Manifest) -> None:
@@ -244,7 +271,9 @@ def _check_batch(manifest: Manifest) -> None:
     if duplicates:
         raise InvalidBatch(f"samples: id {duplicates[0]} appears more than once")
     if manifest.output_version != manifest.base_version + 1:
-        raise InvalidBatch(f"outputPolicyVersion is {manifest.output_version}, must be basePolicy.version + 1 = {manifest.base_version + 1}")
+        raise InvalidBatch(
+            f"outputPolicyVersion is {manifest.output_version}, must be basePolicy.version + 1 = {manifest.base_version + 1}"
+        )
     for index, sample in enumerate(samples):
         _check_sample(sample, index, manifest.base_version, ppo)
     if not any(any(s.loss_mask) for s in samples):
@@ -253,7 +282,9 @@ def _check_batch(manifest: Manifest) -> None:
         sizes = Counter(s.group_id for s in samples)
         small = sorted(g for g, n in sizes.items() if n < 2)
         if small:
-            raise InvalidBatch(f"samples: group {small[0]} has {sizes[small[0]]} sample, groupNormalise needs at least 2 per group (G >= 2)")
+            raise InvalidBatch(
+                f"samples: group {small[0]} has {sizes[small[0]]} sample, groupNormalise needs at least 2 per group (G >= 2)"
+            )
     if ppo is not None and len(samples) < ppo.minibatches:
         raise InvalidBatch(f"hyperparameters.ppo.minibatches is {ppo.minibatches} but the batch has only {len(samples)} samples")
 
@@ -266,6 +297,7 @@ def read_engine_state(model_dir: Path) -> dict | None:
         return json.loads(path.read_text())
     except (OSError, ValueError) as error:
         from .errors import CorruptCheckpoint
+
         raise CorruptCheckpoint(f"{path}: unreadable engine state ({error})") from error
 
 
@@ -273,7 +305,9 @@ def check_directories(manifest: Manifest) -> None:
     """The base dir holds the announced version; the output dir holds no trained version."""
     base = manifest.base_dir
     if not (base / "config.json").is_file() or not (base / "model.safetensors").is_file():
-        raise InvalidBatch(f"basePolicy.modelDir {base}: unknown policy version {manifest.base_version}, no config.json + model.safetensors there")
+        raise InvalidBatch(
+            f"basePolicy.modelDir {base}: unknown policy version {manifest.base_version}, no config.json + model.safetensors there"
+        )
     state = read_engine_state(base)
     held = 0 if state is None else state.get("policyVersion")
     if held != manifest.base_version:
@@ -281,7 +315,11 @@ def check_directories(manifest: Manifest) -> None:
     out = manifest.output_dir
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         trained = read_engine_state(out) if out.is_dir() else None
-        what = f"trained version {trained.get('policyVersion')} (run {trained.get('runId')}, step {trained.get('step')})" if trained else "files"
+        what = (
+            f"trained version {trained.get('policyVersion')} (run {trained.get('runId')}, step {trained.get('step')})"
+            if trained
+            else "files"
+        )
         raise OutputExists(f"outputDir {out} already holds {what}; refusing to overwrite")
 
 
@@ -291,7 +329,9 @@ def parse_manifest(document: dict, relative_to: Path = Path(".")) -> Manifest:
     if problems:
         raise InvalidBatch("invalid manifest: " + "; ".join(problems[:10]))
     manifest = Manifest(
-        kind=document["kind"], run_id=document["runId"], step=int(document["step"]),
+        kind=document["kind"],
+        run_id=document["runId"],
+        step=int(document["step"]),
         base_version=int(document["basePolicy"]["version"]),
         base_dir=(relative_to / document["basePolicy"]["modelDir"]).resolve(),
         output_dir=(relative_to / document["outputDir"]).resolve(),

@@ -8,6 +8,7 @@ recipe, or a prepared base model) training starts from the served weights with f
 
 Nothing to run: used by train.py and sft.py.
 """
+
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,8 +16,16 @@ from pathlib import Path
 import torch
 
 from . import lora
-from .checkpoint import (MODEL_FILE, OPTIMIZER_FILE, TRAIN_STATE_FILE, engine_state, load_model,
-                         load_optimizer_state, load_train_state, served_tensors)
+from .checkpoint import (
+    MODEL_FILE,
+    OPTIMIZER_FILE,
+    TRAIN_STATE_FILE,
+    engine_state,
+    load_model,
+    load_optimizer_state,
+    load_train_state,
+    served_tensors,
+)
 from .errors import CorruptCheckpoint, InvalidBatch
 from .manifest import ENGINE_STATE, Hyperparameters, read_engine_state
 
@@ -24,7 +33,7 @@ from .manifest import ENGINE_STATE, Hyperparameters, read_engine_state
 @dataclass
 class Policy:
     model: torch.nn.Module
-    parameters: dict                      # name → trainable Parameter, in a fixed order
+    parameters: dict  # name → trainable Parameter, in a fixed order
     optimizer: torch.optim.Optimizer
     hyperparameters: Hyperparameters
     ema: dict = field(default_factory=dict)  # name → shadow tensor (empty without EMA)
@@ -100,8 +109,9 @@ def _trainable(model, trainable: dict, resumable: bool, train_state: dict, seed:
         return chosen
     rank, alpha = trainable["rank"], trainable["alpha"]
     if resumable:
-        served = {k[len("ema."):]: v for k, v in train_state.items() if k.startswith("ema.")} or \
-                 {k[len("lora."):]: v for k, v in train_state.items() if k.startswith("lora.")}
+        served = {k[len("ema.") :]: v for k, v in train_state.items() if k.startswith("ema.")} or {
+            k[len("lora.") :]: v for k, v in train_state.items() if k.startswith("lora.")
+        }
         lora.unmerge(model, served, rank, alpha)
     lora.attach(model, rank, alpha, trainable["targets"], seed)
     return {n: p for n, p in model.named_parameters() if n.endswith((".lora_a", ".lora_b"))}
@@ -123,8 +133,7 @@ def load_policy(model_dir: Path, hp: Hyperparameters) -> Policy:
             source = train_state.get(f"lora.{name}", train_state.get(f"raw.{name}"))
             if source is not None:
                 parameter.copy_(source)
-    optimizer = torch.optim.AdamW(list(parameters.values()), lr=hp.learning_rate, betas=hp.adam_betas,
-                                  weight_decay=hp.weight_decay)
+    optimizer = torch.optim.AdamW(list(parameters.values()), lr=hp.learning_rate, betas=hp.adam_betas, weight_decay=hp.weight_decay)
     policy = Policy(model, parameters, optimizer, hp, ema, resumed=False)
     saved = load_optimizer_state(model_dir) if resumable else None
     if saved is not None:

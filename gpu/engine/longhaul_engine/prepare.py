@@ -13,6 +13,7 @@ Run (from gpu/engine):
 
 The last stdout line is the manifest as JSON. Nothing is loaded from a model hub.
 """
+
 import argparse
 import fcntl
 import json
@@ -92,10 +93,21 @@ def tiny_model(vocab_size: int, bos: int, eos: int, seed: int = 0):
     from transformers import LlamaConfig, LlamaForCausalLM
 
     config = LlamaConfig(
-        vocab_size=vocab_size, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=8192,
-        rms_norm_eps=1e-5, tie_word_embeddings=True, bos_token_id=bos, eos_token_id=eos, pad_token_id=eos,
-        rope_parameters={"rope_type": "default", "rope_theta": 100000.0}, initializer_range=0.2,
+        vocab_size=vocab_size,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+        max_position_embeddings=8192,
+        rms_norm_eps=1e-5,
+        tie_word_embeddings=True,
+        bos_token_id=bos,
+        eos_token_id=eos,
+        pad_token_id=eos,
+        rope_parameters={"rope_type": "default", "rope_theta": 100000.0},
+        initializer_range=0.2,
     )
     torch.manual_seed(seed)
     model = LlamaForCausalLM(config)
@@ -121,8 +133,12 @@ def manifest_for(model, tokenizer, tiny: bool, onnx_check: dict) -> dict:
         "bosTokenId": config.bos_token_id,
         "stopTokenIds": stop_ids,
         "chatTemplate": tokenizer.chat_template,
-        "onnx": {"file": "model.onnx", "inputs": "input_ids, attention_mask, position_ids, logits_positions, past_key_values.{i}.{key,value}",
-                 "outputs": "logits, present.{i}.{key,value}", **onnx_check},
+        "onnx": {
+            "file": "model.onnx",
+            "inputs": "input_ids, attention_mask, position_ids, logits_positions, past_key_values.{i}.{key,value}",
+            "outputs": "logits, present.{i}.{key,value}",
+            **onnx_check,
+        },
         "parameters": sum(parameter.numel() for parameter in model.parameters()),
     }
 

@@ -6,6 +6,7 @@ optimizer step (shuffled with `seed`; default one step over all samples per epoc
 Run (from gpu/engine):
     ../../.longhaul/tools/venv/bin/python -m longhaul_engine.sft --manifest PATH [--onnx skip]
 """
+
 import time
 
 import torch
@@ -22,7 +23,7 @@ def _batches(manifest: Manifest) -> list:
     batches = []
     for _ in range(hp.epochs):
         order = torch.randperm(count, generator=generator).tolist() if size < count else list(range(count))
-        batches.extend(order[i:i + size] for i in range(0, count, size))
+        batches.extend(order[i : i + size] for i in range(0, count, size))
     return batches
 
 
@@ -43,12 +44,30 @@ def sft_step(policy: Policy, manifest: Manifest) -> dict:
             tokens += sum(len(s.token_ids) for s in chosen)
         norms.append(policy.step())
         losses.append(total)
-        emit({"event": "progress", "phase": "update", "step": number + 1, "of": len(batches), "loss": round(total, 5),
-              "tokens": tokens, "elapsedSeconds": round(time.time() - started, 3)})
+        emit(
+            {
+                "event": "progress",
+                "phase": "update",
+                "step": number + 1,
+                "of": len(batches),
+                "loss": round(total, 5),
+                "tokens": tokens,
+                "elapsedSeconds": round(time.time() - started, 3),
+            }
+        )
     seconds = time.time() - started
-    return {"loss": losses[-1], "losses": losses, "gradNorm": norms[-1], "gradNorms": norms, "samples": len(samples),
-            "tokens": tokens, "lossTokens": sum(sum(s.loss_mask) for s in samples) * manifest.hyperparameters.epochs,
-            "updateSeconds": round(seconds, 3), "tokensPerSecond": tokens / max(seconds, 1e-9), "optimizerSteps": len(batches)}
+    return {
+        "loss": losses[-1],
+        "losses": losses,
+        "gradNorm": norms[-1],
+        "gradNorms": norms,
+        "samples": len(samples),
+        "tokens": tokens,
+        "lossTokens": sum(sum(s.loss_mask) for s in samples) * manifest.hyperparameters.epochs,
+        "updateSeconds": round(seconds, 3),
+        "tokensPerSecond": tokens / max(seconds, 1e-9),
+        "optimizerSteps": len(batches),
+    }
 
 
 if __name__ == "__main__":

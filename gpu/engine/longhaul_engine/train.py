@@ -11,6 +11,7 @@ when the exporter is importable). stdout carries one JSON line per micro-batch
 ({"event": "progress", ...}) and a final {"event": "done", ...} or {"event": "error", "type", "message"};
 the exit code is 0, or 2 for a refusal.
 """
+
 import argparse
 import json
 import os
@@ -39,14 +40,14 @@ def peak_rss_bytes() -> int:
 
 
 def micro_batches(indices: list, size: int) -> list:
-    return [indices[i:i + size] for i in range(0, len(indices), size)]
+    return [indices[i : i + size] for i in range(0, len(indices), size)]
 
 
 def pad(rows: list, value=0, dtype=torch.long) -> torch.Tensor:
     width = max(len(r) for r in rows)
     out = torch.full((len(rows), width), value, dtype=dtype)
     for i, row in enumerate(rows):
-        out[i, :len(row)] = torch.as_tensor(row, dtype=dtype)
+        out[i, : len(row)] = torch.as_tensor(row, dtype=dtype)
     return out
 
 
@@ -64,9 +65,8 @@ def proximal_logprobs(model, samples: list, size: int) -> list:
     with torch.no_grad():
         for number, chunk in enumerate(micro_batches(list(range(len(samples))), size)):
             logp, _ = forward_logprobs(model, [samples[i] for i in chunk], with_entropy=False)
-            result.extend(logp[row, :len(samples[i].token_ids)].clone() for row, i in enumerate(chunk))
-            emit({"event": "progress", "phase": "proximal", "microBatch": number + 1,
-                  "of": -(-len(samples) // size)})
+            result.extend(logp[row, : len(samples[i].token_ids)].clone() for row, i in enumerate(chunk))
+            emit({"event": "progress", "phase": "proximal", "microBatch": number + 1, "of": -(-len(samples) // size)})
     return result
 
 
@@ -75,9 +75,16 @@ def _micro_step(policy: Policy, manifest: Manifest, chunk: list, prox: list, adv
     logp, entropy = forward_logprobs(policy.model, samples, with_entropy=True, entropy_grad=bool(ppo.entropy_coefficient))
     mask = pad([s.loss_mask for s in samples])
     terms = ppo_token_terms(
-        logp, pad([prox[i] for i in chunk], 0.0, torch.float32), pad([s.behaviour_logprobs for s in samples], 0.0, torch.float32),
-        pad([advantages[i] for i in chunk], 0.0, torch.float32), ppo.clip_epsilon, ppo.importance_cap,
-        ppo.importance_cap_mode, entropy, ppo.entropy_coefficient)
+        logp,
+        pad([prox[i] for i in chunk], 0.0, torch.float32),
+        pad([s.behaviour_logprobs for s in samples], 0.0, torch.float32),
+        pad([advantages[i] for i in chunk], 0.0, torch.float32),
+        ppo.clip_epsilon,
+        ppo.importance_cap,
+        ppo.importance_cap_mode,
+        entropy,
+        ppo.entropy_coefficient,
+    )
     loss = aggregate(terms.loss, mask, ppo.aggregation, *totals)
     loss.backward()
     on = mask.bool()
@@ -99,25 +106,42 @@ def rl_step(policy: Policy, manifest: Manifest) -> dict:
     advantages = [token_advantages(a, s.loss_mask, s.turn_indices, ppo.turn_discount) for a, s in zip(sequence_advantages, samples)]
     stats = dict.fromkeys(["loss", "clipped", "capped", "entropy", "lossTokens", "tokens"], 0)
     norms, update_started = [], time.time()
-    slices = [list(range(len(samples)))[k::ppo.minibatches] for k in range(ppo.minibatches)]
+    slices = [list(range(len(samples)))[k :: ppo.minibatches] for k in range(ppo.minibatches)]
     for number, indices in enumerate(slices):
         totals = (sum(sum(samples[i].loss_mask) for i in indices), sum(1 for i in indices if any(samples[i].loss_mask)))
         chunks = micro_batches(indices, size)
         for m, chunk in enumerate(chunks):
             _micro_step(policy, manifest, chunk, prox, advantages, totals, stats)
-            emit({"event": "progress", "phase": "update", "minibatch": number + 1, "of": len(slices),
-                  "microBatch": m + 1, "microBatches": len(chunks), "tokens": stats["tokens"],
-                  "elapsedSeconds": round(time.time() - started, 3)})
+            emit(
+                {
+                    "event": "progress",
+                    "phase": "update",
+                    "minibatch": number + 1,
+                    "of": len(slices),
+                    "microBatch": m + 1,
+                    "microBatches": len(chunks),
+                    "tokens": stats["tokens"],
+                    "elapsedSeconds": round(time.time() - started, 3),
+                }
+            )
         norms.append(policy.step())
     update_seconds = time.time() - update_started
     loss_tokens = max(stats["lossTokens"], 1)
     return {
-        "loss": stats["loss"] / len(slices), "clipFraction": stats["clipped"] / loss_tokens,
-        "importanceCappedFraction": stats["capped"] / loss_tokens, "entropy": stats["entropy"] / loss_tokens,
-        "gradNorm": norms[-1], "gradNorms": norms, "rewardMean": sum(s.reward for s in samples) / len(samples),
-        "samples": len(samples), "tokens": stats["tokens"], "lossTokens": stats["lossTokens"],
-        "proximalSeconds": round(prox_seconds, 3), "updateSeconds": round(update_seconds, 3),
-        "tokensPerSecond": stats["tokens"] / max(update_seconds, 1e-9), "optimizerSteps": len(slices),
+        "loss": stats["loss"] / len(slices),
+        "clipFraction": stats["clipped"] / loss_tokens,
+        "importanceCappedFraction": stats["capped"] / loss_tokens,
+        "entropy": stats["entropy"] / loss_tokens,
+        "gradNorm": norms[-1],
+        "gradNorms": norms,
+        "rewardMean": sum(s.reward for s in samples) / len(samples),
+        "samples": len(samples),
+        "tokens": stats["tokens"],
+        "lossTokens": stats["lossTokens"],
+        "proximalSeconds": round(prox_seconds, 3),
+        "updateSeconds": round(update_seconds, 3),
+        "tokensPerSecond": stats["tokens"] / max(update_seconds, 1e-9),
+        "optimizerSteps": len(slices),
     }
 
 
@@ -134,11 +158,16 @@ def export_for_serving(version_dir: Path) -> dict:
 
 def publish(policy: Policy, manifest: Manifest, metrics: dict, onnx: bool) -> dict:
     started = time.time()
-    files = policy.files(policy_version=manifest.output_version, run_id=manifest.run_id, step=manifest.step,
-                         kind=manifest.kind, metrics=metrics)
+    files = policy.files(
+        policy_version=manifest.output_version, run_id=manifest.run_id, step=manifest.step, kind=manifest.kind, metrics=metrics
+    )
     extra = {}
-    write_version(manifest.output_dir, manifest.base_dir, files,
-                  before_publish=(lambda temp: extra.update(export_for_serving(temp))) if onnx else None)
+    write_version(
+        manifest.output_dir,
+        manifest.base_dir,
+        files,
+        before_publish=(lambda temp: extra.update(export_for_serving(temp))) if onnx else None,
+    )
     metrics.update(extra, saveSeconds=round(time.time() - started, 3), peakRssBytes=peak_rss_bytes())
     temp = manifest.output_dir / ".metrics.json.tmp"
     temp.write_text(json.dumps(metrics, indent=2) + "\n")
@@ -151,13 +180,25 @@ def run(manifest_path: str, onnx: bool, step_fn=rl_step, expected_kind: str = "r
     manifest = load_manifest(manifest_path)
     if manifest.kind != expected_kind:
         from .errors import InvalidBatch
+
         raise InvalidBatch(f"kind is {manifest.kind}, this command trains kind {expected_kind}")
-    emit({"event": "start", "kind": manifest.kind, "runId": manifest.run_id, "step": manifest.step,
-          "samples": len(manifest.samples), "baseVersion": manifest.base_version})
+    emit(
+        {
+            "event": "start",
+            "kind": manifest.kind,
+            "runId": manifest.run_id,
+            "step": manifest.step,
+            "samples": len(manifest.samples),
+            "baseVersion": manifest.base_version,
+        }
+    )
     policy = load_policy(manifest.base_dir, manifest.hyperparameters)
     metrics = step_fn(policy, manifest)
-    metrics.update(policyVersion=manifest.output_version, optimizerResumed=policy.resumed,
-                   trainableParameters=sum(p.numel() for p in policy.parameters.values()))
+    metrics.update(
+        policyVersion=manifest.output_version,
+        optimizerResumed=policy.resumed,
+        trainableParameters=sum(p.numel() for p in policy.parameters.values()),
+    )
     return publish(policy, manifest, metrics, onnx)
 
 
@@ -178,7 +219,9 @@ def exit_with_parent(interval: float = 0.5) -> None:
 def main(step_fn=rl_step, expected_kind: str = "rl", doc: str = __doc__) -> None:
     parser = argparse.ArgumentParser(description=doc.split("\n")[0])
     parser.add_argument("--manifest", required=True)
-    parser.add_argument("--onnx", choices=["auto", "skip"], default="auto", help="export ONNX for the local policy (auto: when the exporter is importable)")
+    parser.add_argument(
+        "--onnx", choices=["auto", "skip"], default="auto", help="export ONNX for the local policy (auto: when the exporter is importable)"
+    )
     parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (0 = torch's default)")
     args = parser.parse_args()
     exit_with_parent()

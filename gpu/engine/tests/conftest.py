@@ -1,4 +1,5 @@
 """Shared test setup: few torch threads (the machine's cores are shared), the engine importable."""
+
 import sys
 from pathlib import Path
 

@@ -1,5 +1,6 @@
 """Test fixtures: a tiny random Llama (hidden 64, 2 layers, vocab 256, tied embeddings like
 SmolLM2) saved as a prepared model dir, and manifests around it. No downloads."""
+
 import copy
 import json
 from pathlib import Path
@@ -12,27 +13,56 @@ VOCAB = 256
 
 def make_tiny_model_dir(path: Path, seed: int = 0) -> Path:
     torch.manual_seed(seed)
-    config = LlamaConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
-                         tie_word_embeddings=True, bos_token_id=1, eos_token_id=2)
+    config = LlamaConfig(
+        vocab_size=VOCAB,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=256,
+        tie_word_embeddings=True,
+        bos_token_id=1,
+        eos_token_id=2,
+    )
     LlamaForCausalLM(config).save_pretrained(path, safe_serialization=True)
     return path
 
 
 HYPERPARAMETERS = {
-    "learningRate": 1e-3, "weightDecay": 0.0, "gradientClip": 1.0, "microBatchSize": 2,
-    "trainable": {"mode": "full"}, "emaDecay": None, "seed": 0,
-    "ppo": {"clipEpsilon": 0.2, "importanceCap": 5.0, "importanceCapMode": "mask", "aggregation": "token",
-            "groupNormalise": True, "turnDiscount": 1.0, "entropyCoefficient": 0.0, "maxStaleness": 4,
-            "minibatches": 1},
+    "learningRate": 1e-3,
+    "weightDecay": 0.0,
+    "gradientClip": 1.0,
+    "microBatchSize": 2,
+    "trainable": {"mode": "full"},
+    "emaDecay": None,
+    "seed": 0,
+    "ppo": {
+        "clipEpsilon": 0.2,
+        "importanceCap": 5.0,
+        "importanceCapMode": "mask",
+        "aggregation": "token",
+        "groupNormalise": True,
+        "turnDiscount": 1.0,
+        "entropyCoefficient": 0.0,
+        "maxStaleness": 4,
+        "minibatches": 1,
+    },
 }
 
 
 def rl_sample(sample_id: str, group: str, reward: float, tokens: list, prompt: int, version: int = 0) -> dict:
     n = len(tokens)
-    return {"id": sample_id, "groupId": group, "reward": reward, "tokenIds": tokens,
-            "lossMask": [0] * prompt + [1] * (n - prompt), "behaviourLogprobs": [0.0] * prompt + [-1.0] * (n - prompt),
-            "policyVersions": [-1] * prompt + [version] * (n - prompt), "turnIndices": [0] * n}
+    return {
+        "id": sample_id,
+        "groupId": group,
+        "reward": reward,
+        "tokenIds": tokens,
+        "lossMask": [0] * prompt + [1] * (n - prompt),
+        "behaviourLogprobs": [0.0] * prompt + [-1.0] * (n - prompt),
+        "policyVersions": [-1] * prompt + [version] * (n - prompt),
+        "turnIndices": [0] * n,
+    }
 
 
 def default_samples() -> list:
@@ -46,10 +76,17 @@ def manifest(base_dir: Path, out_dir: Path, base_version: int = 0, samples=None,
             hp["ppo"][key] = value
         else:
             hp[key] = value
-    return {"schemaVersion": 1, "kind": "rl", "runId": "run-test", "step": step,
-            "basePolicy": {"version": base_version, "modelDir": str(base_dir)}, "outputDir": str(out_dir),
-            "outputPolicyVersion": base_version + 1, "hyperparameters": hp,
-            "samples": default_samples() if samples is None else samples}
+    return {
+        "schemaVersion": 1,
+        "kind": "rl",
+        "runId": "run-test",
+        "step": step,
+        "basePolicy": {"version": base_version, "modelDir": str(base_dir)},
+        "outputDir": str(out_dir),
+        "outputPolicyVersion": base_version + 1,
+        "hyperparameters": hp,
+        "samples": default_samples() if samples is None else samples,
+    }
 
 
 def write_manifest(path: Path, document: dict) -> Path:

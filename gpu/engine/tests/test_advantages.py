@@ -1,4 +1,5 @@
 """Advantages against hand-computed values."""
+
 import pytest
 
 from longhaul_engine.advantages import EPSILON, group_advantages, token_advantages

@@ -1,5 +1,6 @@
 """Versions on disk: a step resumed from the previous version's dir continues exactly as if
 training had never stopped (weights, AdamW moments, adapter, EMA), and writes are atomic."""
+
 import pytest
 import torch
 from safetensors.torch import load_file
@@ -41,8 +42,10 @@ def assert_optimizer_states_equal(saved: dict, live: dict, exact: bool) -> None:
 @pytest.mark.parametrize("recipe", list(RECIPES))
 def test_two_steps_through_disk_equal_two_steps_in_memory(tmp_path, recipe):
     v0 = make_tiny_model_dir(tmp_path / "v0")
-    documents = [manifest(v0, tmp_path / "v1", samples=batch(1, 0), minibatches=2, **RECIPES[recipe]),
-                 manifest(tmp_path / "v1", tmp_path / "v2", base_version=1, step=1, samples=batch(2, 1), minibatches=2, **RECIPES[recipe])]
+    documents = [
+        manifest(v0, tmp_path / "v1", samples=batch(1, 0), minibatches=2, **RECIPES[recipe]),
+        manifest(tmp_path / "v1", tmp_path / "v2", base_version=1, step=1, samples=batch(2, 1), minibatches=2, **RECIPES[recipe]),
+    ]
     metrics = [run(str(write_manifest(tmp_path / f"m{i}.json", d)), onnx=False) for i, d in enumerate(documents)]
     assert [m["optimizerResumed"] for m in metrics] == [False, True]
 
@@ -88,8 +91,15 @@ def test_a_version_dir_carries_the_files_the_next_step_and_the_server_need(tmp_p
     v0 = make_tiny_model_dir(tmp_path / "v0")
     metrics = run(str(write_manifest(tmp_path / "m.json", manifest(v0, tmp_path / "v1", **RECIPES["lora+ema"]))), onnx=False)
     names = sorted(p.name for p in (tmp_path / "v1").iterdir())
-    assert names == ["config.json", "engine_state.json", "generation_config.json", "metrics.json",
-                     "model.safetensors", "optimizer.pt", "train_state.safetensors"]
+    assert names == [
+        "config.json",
+        "engine_state.json",
+        "generation_config.json",
+        "metrics.json",
+        "model.safetensors",
+        "optimizer.pt",
+        "train_state.safetensors",
+    ]
     adapter = load_file(str(tmp_path / "v1" / "train_state.safetensors"))
     assert len([k for k in adapter if k.startswith("lora.")]) == len([k for k in adapter if k.startswith("ema.")]) == 12
     assert metrics["trainableParameters"] == sum(v.numel() for k, v in adapter.items() if k.startswith("lora."))

@@ -1,4 +1,5 @@
 """An engine whose parent (the gpu-train worker) is killed exits instead of training on as an orphan."""
+
 import os
 import subprocess
 import sys
@@ -32,8 +33,7 @@ def _alive(pid: int) -> bool:
 
 
 def test_the_engine_exits_when_its_parent_dies():
-    out = subprocess.run([sys.executable, "-c", PARENT], cwd=ENGINE_ROOT,
-                         capture_output=True, text=True, timeout=60, check=True)
+    out = subprocess.run([sys.executable, "-c", PARENT], cwd=ENGINE_ROOT, capture_output=True, text=True, timeout=60, check=True)
     pid = int(out.stdout.split()[0])
     deadline = time.time() + 10
     while time.time() < deadline and _alive(pid):
@@ -42,7 +42,15 @@ def test_the_engine_exits_when_its_parent_dies():
 
 
 def test_the_watchdog_leaves_a_living_parent_alone():
-    child = subprocess.Popen([sys.executable, "-c", "import time; from longhaul_engine.train import exit_with_parent; exit_with_parent(0.05); time.sleep(1); print('done')"],
-                             cwd=ENGINE_ROOT, stdout=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import time; from longhaul_engine.train import exit_with_parent; exit_with_parent(0.05); time.sleep(1); print('done')",
+        ],
+        cwd=ENGINE_ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     stdout, _ = child.communicate(timeout=60)
     assert child.returncode == 0 and stdout.strip() == "done"

@@ -7,6 +7,7 @@ Five tokens, prox logprob 0 everywhere, so ratio r = exp(new) and behaviour weig
   t4: A=−1, r=1.5 → 1.5 vs 1.2 → pg 1.5 (not clipped: A<0 never clips high), w=0.5
   t5: A=+2, r=1.1 → −2.2 vs −2.2 → pg −2.2 (inside the band), w=1, loss mask 0
 """
+
 import math
 
 import pytest

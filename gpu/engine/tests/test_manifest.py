@@ -1,4 +1,5 @@
 """Bad batches are refused with a clear error before any model is loaded, and nothing is written."""
+
 import json
 import math
 import subprocess
@@ -82,7 +83,10 @@ def test_tokens_staler_than_eta_versions_are_refused(base, tmp_path):
 def test_tokens_from_a_version_newer_than_the_base_are_refused(base, tmp_path):
     samples = [rl_sample("a", "g", 1.0, [1, 5, 6], 1, version=2), rl_sample("b", "g", 0.0, [1, 5, 7], 1, version=1)]
     document = manifest(base, tmp_path / "v2", base_version=1, samples=samples)
-    assert refusal(document) == "samples[0] (id a): policyVersions[1] is 2, a trained token must come from a version in 0..1 (the base version)"
+    assert (
+        refusal(document)
+        == "samples[0] (id a): policyVersions[1] is 2, a trained token must come from a version in 0..1 (the base version)"
+    )
 
 
 def test_an_output_version_that_skips_a_version_is_refused(base, tmp_path):
@@ -139,12 +143,22 @@ def test_an_unknown_base_version_dir_is_refused(tmp_path):
     path = write_manifest(tmp_path / "m.json", manifest(tmp_path / "nowhere", tmp_path / "v1"))
     with pytest.raises(InvalidBatch) as caught:
         load_manifest(path)
-    assert str(caught.value) == f"basePolicy.modelDir {tmp_path / 'nowhere'}: unknown policy version 0, no config.json + model.safetensors there"
+    assert (
+        str(caught.value)
+        == f"basePolicy.modelDir {tmp_path / 'nowhere'}: unknown policy version 0, no config.json + model.safetensors there"
+    )
 
 
 def test_a_base_dir_holding_another_version_is_refused(base, tmp_path):
-    path = write_manifest(tmp_path / "m.json", manifest(base, tmp_path / "v4", base_version=3, samples=[
-        rl_sample("a", "g", 1.0, [1, 5, 6], 1, version=3), rl_sample("b", "g", 0.0, [1, 5, 7], 1, version=3)]))
+    path = write_manifest(
+        tmp_path / "m.json",
+        manifest(
+            base,
+            tmp_path / "v4",
+            base_version=3,
+            samples=[rl_sample("a", "g", 1.0, [1, 5, 6], 1, version=3), rl_sample("b", "g", 0.0, [1, 5, 7], 1, version=3)],
+        ),
+    )
     with pytest.raises(InvalidBatch) as caught:
         load_manifest(path)
     assert str(caught.value) == f"basePolicy.modelDir {base} holds policy version 0, manifest says 3"
@@ -177,9 +191,17 @@ def test_the_command_line_prints_the_refusal_as_one_json_line_and_exits_2(base, 
     document = manifest(base, tmp_path / "v1")
     document["samples"][0]["reward"] = math.inf
     path = write_manifest(tmp_path / "m.json", document)
-    done = subprocess.run([sys.executable, "-m", "longhaul_engine.train", "--manifest", str(path), "--onnx", "skip"],
-                          cwd=ENGINE_DIR, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "longhaul_engine.train", "--manifest", str(path), "--onnx", "skip"],
+        cwd=ENGINE_DIR,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2
     assert json.loads(done.stdout.strip().splitlines()[-1]) == {
-        "event": "error", "type": INVALID_INPUT, "message": "samples[0] (id s0): reward is inf, must be a finite number"}
+        "event": "error",
+        "type": INVALID_INPUT,
+        "message": "samples[0] (id s0): reward is inf, must be a finite number",
+    }
     assert not (tmp_path / "v1").exists()

@@ -1,4 +1,5 @@
 """Model preparation without downloads: a tiny random Llama exports to ONNX whose logits match PyTorch."""
+
 import json
 
 import numpy as np
@@ -36,9 +37,13 @@ def test_decoding_with_the_cache_equals_one_full_pass(tmp_path):
     past = [np.zeros(kv_shape(model.config, 1, 0), dtype=np.float32) for _ in inputs[4:]]
     last = None
     for position, token in enumerate(ids):
-        feed = {"input_ids": np.array([[token]], dtype=np.int64), "attention_mask": np.ones((1, position + 1), dtype=np.int64),
-                "position_ids": np.array([[position]], dtype=np.int64), "logits_positions": np.array([0], dtype=np.int64),
-                **dict(zip(inputs[4:], past))}
+        feed = {
+            "input_ids": np.array([[token]], dtype=np.int64),
+            "attention_mask": np.ones((1, position + 1), dtype=np.int64),
+            "position_ids": np.array([[position]], dtype=np.int64),
+            "logits_positions": np.array([0], dtype=np.int64),
+            **dict(zip(inputs[4:], past)),
+        }
         out = session.run(None, feed)
         last, past = out[0][0, -1], out[1:]
     with torch.no_grad():

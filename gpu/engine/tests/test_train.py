@@ -1,5 +1,6 @@
 """End to end through the real command path: on-policy RL on a trivially learnable reward raises
 it. Each step samples from the current version, writes a manifest, and trains the next version."""
+
 import json
 import subprocess
 import sys
@@ -11,7 +12,7 @@ from engine_fixtures import make_tiny_model_dir, manifest, write_manifest
 from longhaul_engine.checkpoint import load_model
 from longhaul_engine.train import run
 
-TARGET = 32          # reward 1 when the sampled token id is below 32 (1/8 of the vocabulary)
+TARGET = 32  # reward 1 when the sampled token id is below 32 (1/8 of the vocabulary)
 PROMPTS = [10, 11, 12, 13]
 G = 8
 
@@ -25,10 +26,18 @@ def sample_group(model_dir: Path, version: int, generator: torch.Generator) -> t
             logp = torch.log_softmax(model(input_ids=torch.tensor([[1, prompt]])).logits[0, -1], -1)
             mass.append(float(logp[:TARGET].exp().sum()))
             for g, token in enumerate(torch.multinomial(logp.exp(), G, replacement=True, generator=generator).tolist()):
-                samples.append({"id": f"v{version}-p{prompt}-{g}", "groupId": f"p{prompt}", "reward": float(token < TARGET),
-                                "tokenIds": [1, prompt, token], "lossMask": [0, 0, 1],
-                                "behaviourLogprobs": [0.0, 0.0, float(logp[token])],
-                                "policyVersions": [-1, -1, version], "turnIndices": [0, 0, 0]})
+                samples.append(
+                    {
+                        "id": f"v{version}-p{prompt}-{g}",
+                        "groupId": f"p{prompt}",
+                        "reward": float(token < TARGET),
+                        "tokenIds": [1, prompt, token],
+                        "lossMask": [0, 0, 1],
+                        "behaviourLogprobs": [0.0, 0.0, float(logp[token])],
+                        "policyVersions": [-1, -1, version],
+                        "turnIndices": [0, 0, 0],
+                    }
+                )
     return samples, sum(mass) / len(mass)
 
 
@@ -41,8 +50,9 @@ def test_on_policy_rl_raises_a_trivially_learnable_reward(tmp_path):
         masses.append(mass)
         rewards.append(sum(s["reward"] for s in samples) / len(samples))
         out = tmp_path / f"v{version + 1}"
-        document = manifest(model_dir, out, base_version=version, samples=samples, step=version,
-                            learningRate=1e-2, microBatchSize=8, gradientClip=1.0)
+        document = manifest(
+            model_dir, out, base_version=version, samples=samples, step=version, learningRate=1e-2, microBatchSize=8, gradientClip=1.0
+        )
         metrics = run(str(write_manifest(tmp_path / f"m{version}.json", document)), onnx=False)
         assert metrics["importanceCappedFraction"] == 0.0 and metrics["clipFraction"] == 0.0  # on-policy
         model_dir = out
@@ -56,11 +66,23 @@ def test_on_policy_rl_raises_a_trivially_learnable_reward(tmp_path):
 
 def test_an_entropy_bonus_and_sequence_aggregation_run_through_the_command_line(tmp_path):
     model_dir = make_tiny_model_dir(tmp_path / "v0")
-    document = manifest(model_dir, tmp_path / "v1", aggregation="sequence", entropyCoefficient=0.01,
-                        importanceCapMode="clamp", turnDiscount=0.9, minibatches=2)
+    document = manifest(
+        model_dir,
+        tmp_path / "v1",
+        aggregation="sequence",
+        entropyCoefficient=0.01,
+        importanceCapMode="clamp",
+        turnDiscount=0.9,
+        minibatches=2,
+    )
     path = write_manifest(tmp_path / "m.json", document)
-    done = subprocess.run([sys.executable, "-m", "longhaul_engine.train", "--manifest", str(path), "--onnx", "skip", "--threads", "2"],
-                          cwd=Path(__file__).resolve().parent.parent, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "longhaul_engine.train", "--manifest", str(path), "--onnx", "skip", "--threads", "2"],
+        cwd=Path(__file__).resolve().parent.parent,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     lines = [json.loads(line) for line in done.stdout.strip().splitlines()]
     assert [line["event"] for line in lines] == ["start", "progress", "progress", "progress", "progress", "done"]
