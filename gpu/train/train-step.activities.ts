@@ -64,6 +64,37 @@ interface StepPlan {
   readonly manifest: (modelDir: string, outputDir: string) => BatchManifest;
 }
 
+/** What differs between an RL and an SFT manifest: its kind, hyperparameters and samples. */
+type ManifestBody = {
+  [K in BatchManifest['kind']]: Pick<Extract<BatchManifest, { kind: K }>, 'kind' | 'hyperparameters' | 'samples'>;
+}[BatchManifest['kind']];
+
+/** A validated step's plan: its identity, its registered base, and its manifest once the folders are known. */
+function stepPlan(
+  input: { runId: string; step: number; baseVersion: number; outputVersion: number },
+  baseRow: PolicyVersionRow,
+  body: ManifestBody,
+): StepPlan {
+  const { runId, step, baseVersion, outputVersion } = input;
+  return {
+    kind: body.kind,
+    runId,
+    step,
+    baseVersion,
+    outputVersion,
+    baseRow,
+    manifest: (modelDir, outputDir) => ({
+      schemaVersion: 1,
+      ...body,
+      runId,
+      step,
+      basePolicy: { version: baseVersion, modelDir },
+      outputDir,
+      outputPolicyVersion: outputVersion,
+    }),
+  };
+}
+
 /**
  * Refuse at a run's start what trainStep or sftStep would refuse only after a batch of rollouts: the
  * same schema, no model or store touched (so test workers with a fake trainStep register it too).
@@ -164,25 +195,7 @@ export function createTrainActivities(deps: TrainActivityDependencies) {
         const baseRow = await registeredBase(input.baseVersion);
         const records = await readBatch(deps, input.runId, input.trajectoryIds);
         const samples = batchRlSamples(records, { baseVersion: input.baseVersion, eta: ppo.maxStaleness }, ppo.groupNormalise);
-        return {
-          kind: 'rl',
-          runId: input.runId,
-          step: input.step,
-          baseVersion: input.baseVersion,
-          outputVersion: input.outputVersion,
-          baseRow,
-          manifest: (modelDir, outputDir) => ({
-            schemaVersion: 1,
-            kind: 'rl',
-            runId: input.runId,
-            step: input.step,
-            basePolicy: { version: input.baseVersion, modelDir },
-            outputDir,
-            outputPolicyVersion: input.outputVersion,
-            hyperparameters: input.hyperparameters,
-            samples,
-          }),
-        };
+        return stepPlan(input, baseRow, { kind: 'rl', hyperparameters: input.hyperparameters, samples });
       });
     },
 
@@ -194,25 +207,7 @@ export function createTrainActivities(deps: TrainActivityDependencies) {
         const input = parseSftStepInput(raw);
         const baseRow = await registeredBase(input.baseVersion);
         const samples = batchSftSamples(await readBatch(deps, input.runId, input.trajectoryIds));
-        return {
-          kind: 'sft',
-          runId: input.runId,
-          step: input.step,
-          baseVersion: input.baseVersion,
-          outputVersion: input.outputVersion,
-          baseRow,
-          manifest: (modelDir, outputDir) => ({
-            schemaVersion: 1,
-            kind: 'sft',
-            runId: input.runId,
-            step: input.step,
-            basePolicy: { version: input.baseVersion, modelDir },
-            outputDir,
-            outputPolicyVersion: input.outputVersion,
-            hyperparameters: input.hyperparameters,
-            samples,
-          }),
-        };
+        return stepPlan(input, baseRow, { kind: 'sft', hyperparameters: input.hyperparameters, samples });
       });
     },
   };

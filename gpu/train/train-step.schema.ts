@@ -8,8 +8,8 @@ import { z } from 'zod';
 import { rlHyperparametersSchema, sftHyperparametersSchema, type RlHyperparameters, type SftHyperparameters } from './manifest.js';
 import { errorTypes, LonghaulError } from '../../workflows/contracts/errors.js';
 
-/** Defaults of an RL step (AReaL-style decoupled PPO, full fine-tuning). */
-export const defaultRlHyperparameters: RlHyperparameters = {
+/** Defaults every step shares (optimizer, trainable parameters, EMA, seed). */
+const commonDefaults = {
   learningRate: 1e-5,
   weightDecay: 0.01,
   gradientClip: 1,
@@ -17,6 +17,11 @@ export const defaultRlHyperparameters: RlHyperparameters = {
   trainable: { mode: 'full' },
   emaDecay: null,
   seed: 0,
+} as const satisfies Partial<RlHyperparameters & SftHyperparameters>;
+
+/** Defaults of an RL step (AReaL-style decoupled PPO, full fine-tuning). */
+export const defaultRlHyperparameters: RlHyperparameters = {
+  ...commonDefaults,
   ppo: {
     clipEpsilon: 0.2,
     importanceCap: 5,
@@ -31,16 +36,7 @@ export const defaultRlHyperparameters: RlHyperparameters = {
 };
 
 /** Defaults of a supervised warm-start step. */
-export const defaultSftHyperparameters: SftHyperparameters = {
-  learningRate: 1e-5,
-  weightDecay: 0.01,
-  gradientClip: 1,
-  microBatchSize: 4,
-  trainable: { mode: 'full' },
-  emaDecay: null,
-  seed: 0,
-  epochs: 1,
-};
+export const defaultSftHyperparameters: SftHyperparameters = { ...commonDefaults, epochs: 1 };
 
 /** Run ids become blob-key and folder segments. */
 const runIdSchema = z
