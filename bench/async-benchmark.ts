@@ -10,7 +10,6 @@ import { createScriptedTools } from '../test/doubles/scripted-tools.js';
 import { createInProcessAgent } from '../composition/in-process-agent.js';
 import type { Config } from '../infra/config.js';
 import { openServices } from '../composition/services.js';
-import { checkHyperparameters } from '../gpu/train/train-step.activities.js';
 import { taskQueueName } from '../workflows/contracts/queues.js';
 import { learnerWorkflowType, type LearnerMode, type LearnerResult, type TrainStepInput } from '../workflows/contracts/learner.contract.js';
 
@@ -69,7 +68,7 @@ async function runMode(config: Config, mode: LearnerMode, options: AsyncBenchmar
     maxConcurrentActivities: 400,
     roles: ['agent', 'gpu-infer', 'tools', 'gpu-train'],
     extraActivities: {
-      'gpu-train': { trainStep, checkHyperparameters },
+      'gpu-train': { trainStep },
     },
   });
   log(

@@ -16,6 +16,7 @@ import { createPgTrajectoryBuffer } from '../infra/postgres/buffer.pg.js';
 import { createPgSkeletonStepStore } from '../infra/postgres/skeleton-step-store.pg.js';
 import { createPgTrajectoryStore } from '../infra/postgres/trajectory-store.pg.js';
 import { connectWorker, dataConverter } from '../infra/temporal/connection.js';
+import { checkHyperparameters } from '../gpu/train/train-step.activities.js';
 import { agentQueueActivities, inferenceQueueActivities, toolsQueueActivities } from './queue-activities.js';
 import { taskQueueName, type QueueRole } from '../workflows/contracts/queues.js';
 import type { ToolActivities } from '../workflows/contracts/tools.contract.js';
@@ -58,6 +59,8 @@ export async function createInProcessAgent(options: InProcessAgentOptions): Prom
     }),
     'gpu-infer': inferenceQueueActivities({ blobs, backend, weightSync: options.weightSync ?? noWeightSync() }),
     tools: toolsQueueActivities({ blobs, tools }),
+    // The learner and the warm start check hyperparameters here at start; a simulated trainStep comes in extraActivities.
+    'gpu-train': { checkHyperparameters },
   };
   const workers = await Promise.all(
     roles.map((role) =>

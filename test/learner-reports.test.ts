@@ -13,7 +13,6 @@ import path from 'node:path';
 import { Worker } from '@temporalio/worker';
 import { createScriptedPolicy } from './doubles/scripted-policy.js';
 import { createScriptedTools } from './doubles/scripted-tools.js';
-import { checkHyperparameters } from '../gpu/train/train-step.activities.js';
 import { repoRoot, workflowBundlePath } from '../infra/paths.js';
 import { createInProcessAgent } from '../composition/in-process-agent.js';
 import {
@@ -54,7 +53,6 @@ for (const mode of ['sync', 'async'] as const satisfies readonly LearnerMode[]) 
         roles: ['agent', 'gpu-infer', 'tools', 'gpu-train'],
         extraActivities: {
           'gpu-train': {
-            checkHyperparameters,
             trainStep: async (input: { outputVersion: number }) => {
               served = input.outputVersion;
               return { version: input.outputVersion, metrics: {} };

@@ -4,7 +4,6 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { WorkflowFailedError } from '@temporalio/client';
 import { createScriptedPolicy } from './doubles/scripted-policy.js';
 import { createScriptedTools } from './doubles/scripted-tools.js';
-import { checkHyperparameters } from '../gpu/train/train-step.activities.js';
 import { createInProcessAgent } from '../composition/in-process-agent.js';
 import {
   learnerStateQuery,
@@ -39,7 +38,7 @@ async function learnerWorkers(
     tools: createScriptedTools(),
     roles: ['agent', 'gpu-infer', 'tools', 'gpu-train'],
     extraActivities: {
-      'gpu-train': { trainStep, checkHyperparameters },
+      'gpu-train': { trainStep },
     },
   });
 }

@@ -6,7 +6,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ApplicationFailure, WorkflowFailedError } from '@temporalio/client';
-import { checkHyperparameters } from '../gpu/train/train-step.activities.js';
 import { createScriptedTools } from './doubles/scripted-tools.js';
 import { createOpenAIBackend } from '../infra/inference/openai.backend.js';
 import { createPgTrajectoryStore } from '../infra/postgres/trajectory-store.pg.js';
@@ -90,7 +89,6 @@ test(
         tools: createScriptedTools(),
         backend: createOpenAIBackend({ baseUrl: `${server.url}/v1`, model: 'smollm2-gguf' }),
         roles: ['agent', 'gpu-infer', 'tools', 'gpu-train'],
-        extraActivities: { 'gpu-train': { checkHyperparameters } },
       });
       await assert.rejects(
         workers.run(() =>

@@ -23,7 +23,6 @@ import { createWeightSyncActivities } from '../activities/weight-sync.activities
 import { createConfiguredBackend, lazyBackend, type LazyBackend } from '../composition/policy-backend.js';
 import { publishPolicyVersion } from '../gpu/infer/policy-store.js';
 import { tinyModelDir } from './doubles/test-model.js';
-import { checkHyperparameters } from '../gpu/train/train-step.activities.js';
 import { createWeightSync } from '../infra/inference/weight-sync.js';
 import { createPgPolicyVersionStore } from '../infra/postgres/policy-version-store.pg.js';
 import { connectWorker, dataConverter } from '../infra/temporal/connection.js';
@@ -258,7 +257,6 @@ describe('weight sync into a serving policy', () => {
             },
           },
           'gpu-train': {
-            checkHyperparameters,
             trainStep: async (input: { outputVersion: number }) => {
               await sleep(200);
               return { version: input.outputVersion, metrics: {} };
