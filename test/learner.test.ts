@@ -89,6 +89,11 @@ test(
         }),
       )) as LearnerResult;
       assert.equal(result.steps, 3);
+      assert.equal(result.zeroAdvantageGroupShare, 1, 'every group had equal rewards');
+      assert.ok(
+        result.history.some((stats) => stats.groupsSettled !== undefined),
+        'steps report the groups settled before them',
+      );
       assert.equal(result.finalVersion, 3);
       assert.deepEqual(
         steps.map((step) => [step.step, step.baseVersion, step.outputVersion]),
@@ -154,6 +159,9 @@ test(
           Math.abs(result.history[index]!.meanReward - expected) < 1e-9,
           `step ${index}: mean reward ${result.history[index]!.meanReward}, batch mean ${expected}`,
         );
+        // Every sample of a question gives the same scripted answer: each settled group has zero advantage.
+        if (result.history[index]!.groupsSettled !== undefined)
+          assert.equal(result.history[index]!.zeroAdvantageGroupShare, 1, `step ${index}: share of zero-advantage groups`);
       }
     } finally {
       await context.close();
@@ -186,6 +194,7 @@ test('groups whose rewards are all equal are dropped, never trained on', { timeo
     assert.equal(steps.length, 0);
     assert.equal(result.steps, 0, 'the learner stops when the data runs out');
     assert.equal(result.dropped, 12);
+    assert.equal(result.zeroAdvantageGroupShare, 1, 'all 6 groups had equal rewards: zero advantage');
   } finally {
     await context.close();
   }

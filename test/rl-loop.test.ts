@@ -35,6 +35,7 @@ interface StoredRecord {
     readonly tokenIds: number[];
     readonly logprobs: number[];
     readonly tokenVersions: number[];
+    readonly temperature?: number;
   }[];
 }
 
@@ -112,7 +113,8 @@ test(
               datasetKey: `${prefix}q.jsonl`,
               startVersion: base,
               settings: { groupSize: 2, batchSize: 4, maxSteps: 1, maxInflight: 4, dropEqualRewardGroups: false },
-              trajectory: { limits },
+              // Sampled rollouts at T ≠ 1: the engine scores at the same temperature (behaviour weight 1).
+              trajectory: { limits, options: { temperature: 0.7 } },
               hyperparameters: { learningRate: 1e-3, microBatchSize: 2, ppo: { entropyCoefficient: 0.1 } },
             },
           ],
@@ -141,6 +143,7 @@ test(
         const tokens = record.turnRecords.flatMap((turn) => turn.tokenIds);
         assert.ok(tokens.length > 0, `${row.record_key}: generated tokens`);
         assert.deepEqual(new Set(record.turnRecords.flatMap((turn) => turn.tokenVersions)), new Set([base]));
+        assert.deepEqual(new Set(record.turnRecords.map((turn) => turn.temperature)), new Set([0.7]), 'each turn records its temperature');
         assert.ok(
           record.turnRecords.every(
             (turn) =>
@@ -155,6 +158,10 @@ test(
       const training = trainingOf(child!);
       assert.deepEqual([training?.runId, training?.step, training?.kind, training?.baseVersion], [runId, 0, 'rl', base]);
       assert.ok(Number.isFinite(training?.metrics.loss), `a finite loss, got ${String(training?.metrics.loss)}`);
+      // Fresh rollouts are on-policy: onnx inference at T = 0.7 and the engine's logits / 0.7 agree to float rounding.
+      const logWeight = training?.metrics.maxAbsLogBehaviourWeight as number;
+      console.log(`largest |log behaviour weight| at T = 0.7: ${logWeight}`);
+      assert.ok(logWeight < 1e-3, `behaviour weights of on-policy tokens at T = 0.7 are 1, got |log w| up to ${logWeight}`);
       const weights = (row: typeof parent) => row?.files.find((file) => file.name === 'model.safetensors')?.sha256;
       assert.notEqual(weights(child), weights(parent), 'the trained weights differ from the base');
 

@@ -41,7 +41,7 @@ import { queuePrefixOf } from './contracts/queues.js';
 import { searchAttributes } from './contracts/search-attributes.js';
 import { interruptSignal, trajectoryFinishedSignal, type TrajectoryReport } from './contracts/trajectory.contract.js';
 import { mayAdmitGroup } from './learner-admission.js';
-import { childTrajectoryInput } from './trajectory-child.js';
+import { childTrajectoryInput, withRolloutSampling } from './trajectory-child.js';
 import { validated } from './validated.js';
 import type { trajectory } from './trajectory.workflow.js';
 
@@ -157,6 +157,8 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
       hyperparameters: raw.hyperparameters ?? {},
     });
   }
+  // RL rollouts sample (temperature rlRolloutTemperature unless the run sets one): greedy groups never differ.
+  const rolloutSettings = patched('rl-samples-by-default') ? withRolloutSampling(raw.trajectory) : raw.trajectory;
   upsertSearchAttributes([
     { key: searchAttributes.kind, value: 'learner' },
     { key: searchAttributes.runId, value: input.runId },
@@ -186,7 +188,7 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
         datasetKey: input.datasetKey,
         policyVersion: run.version,
         sample,
-        settings: raw.trajectory,
+        settings: rolloutSettings,
         reportTo: workflowId,
       });
       await startChild<typeof trajectory>('trajectory', {
@@ -208,8 +210,12 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
     if (useless.length > 0)
       await learnerActivities.dropTrajectories({ runId: input.runId, trajectoryIds: [...uselessIds], reason: 'equal rewards in group' });
     const kept = done.filter((group) => !useless.includes(group)).reduce((count, group) => count + group.children.length, 0);
+    const equal = done.filter((group) => new Set(group.rewards).size === 1).length;
+    const add = (counts = { settled: 0, equal: 0 }) => ({ settled: counts.settled + done.length, equal: counts.equal + equal });
     run = {
       ...run,
+      groupsSinceStep: add(run.groupsSinceStep),
+      groupsTotal: add(run.groupsTotal),
       oldestVersions: omit(run.oldestVersions, uselessIds),
       rewards: omit(run.rewards ?? {}, uselessIds),
       groups: run.groups.filter((group) => !done.includes(group)),
@@ -281,6 +287,9 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
         maxStaleness: staleness,
         ...(synced ? { syncSeconds: synced.seconds } : {}),
         meanReward: batchRewards.length ? batchRewards.reduce((sum, reward) => sum + reward, 0) / batchRewards.length : 0,
+        ...(run.groupsSinceStep && run.groupsSinceStep.settled > 0
+          ? { zeroAdvantageGroupShare: run.groupsSinceStep.equal / run.groupsSinceStep.settled, groupsSettled: run.groupsSinceStep.settled }
+          : {}),
       };
       run = {
         ...run,
@@ -292,6 +301,7 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
         ready: Math.max(0, run.ready - consumed.size),
         busyMs: run.busyMs + trainMs,
         history: [...run.history, stats],
+        groupsSinceStep: { settled: 0, equal: 0 },
       };
       upsertSearchAttributes([
         { key: searchAttributes.policyVersion, value: run.version },
@@ -365,6 +375,7 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
     maxStaleness: Math.max(0, ...run.history.map((stats) => stats.maxStaleness)),
     wallSeconds,
     history: run.history,
+    ...(run.groupsTotal && run.groupsTotal.settled > 0 ? { zeroAdvantageGroupShare: run.groupsTotal.equal / run.groupsTotal.settled } : {}),
   };
 }
 

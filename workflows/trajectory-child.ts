@@ -37,3 +37,17 @@ export function childTrajectoryInput(request: ChildTrajectoryRequest): Trajector
     ...(request.forcedTurns ? { forcedTurns: request.forcedTurns } : {}),
   };
 }
+
+/**
+ * The temperature RL rollouts sample at when the run does not set one. Greedy rollouts (T = 0) make
+ * the G samples of a group the same text, so every group has zero advantage and nothing is learned;
+ * the engine scores the trainer's logits at the rollout's temperature (gpu/train/samples.ts), so the
+ * behaviour weights stay right at any T.
+ */
+export const rlRolloutTemperature = 1;
+
+/** The run's trajectory settings with a sampling temperature: the run's own, or rlRolloutTemperature. */
+export function withRolloutSampling(settings: TrajectorySettings | undefined): TrajectorySettings {
+  if (settings?.options?.temperature !== undefined) return settings;
+  return { ...(settings ?? {}), options: { ...(settings?.options ?? {}), temperature: rlRolloutTemperature } };
+}

@@ -129,6 +129,7 @@ export function createTurnGenerator({ blobs, backend }: AgentTurnDependencies) {
       finishReason: result.finishReason,
       action,
       interruptions: partial?.interruptions ?? 0,
+      temperature: input.temperature,
       ...(result.untrainable ? { untrainable: result.untrainable } : {}),
     };
     await writeJson(blobs, transcriptKeys.generation(id, turn), record);

@@ -119,6 +119,7 @@ export function createFinishActivities({ blobs, trajectories, judge }: FinishDep
           action: generation.action,
           finishReason: generation.finishReason,
           interruptions: generation.interruptions,
+          ...(generation.temperature !== undefined ? { temperature: generation.temperature } : {}),
           ...(generation.untrainable ? { untrainable: { ...generation.untrainable, missing: [...generation.untrainable.missing] } } : {}),
           tools: (tools?.results ?? []).map((result) => ({
             tool: result.tool,

@@ -16,6 +16,8 @@ export interface GenerationRecord extends GenerateResult {
   readonly action: ParsedAction;
   /** How many times this generation was interrupted and resumed. */
   readonly interruptions: number;
+  /** The sampling temperature of the turn (0 = greedy); the logprobs are at this temperature (greedy: at 1). */
+  readonly temperature?: number;
 }
 
 /** What an interrupted generation had produced, to resume after it. */

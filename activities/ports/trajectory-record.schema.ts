@@ -61,6 +61,11 @@ export const turnRecordSchema = z.object({
   finishReason: z.enum(finishReasons),
   /** How many times the generation was interrupted and resumed. */
   interruptions: z.number().int().min(0),
+  /**
+   * Sampling temperature of the turn (0 = greedy). The behaviour logprobs are log-softmax(logits / T) at
+   * top-p 1 (greedy: T = 1); the trainer scores at the same T. Absent in records written before it was kept: T = 1.
+   */
+  temperature: z.number().min(0).optional(),
   /** Present when the server sent no token ids or logprobs for this turn: what is missing and how its tokens were counted. */
   untrainable: z
     .object({ missing: z.array(z.enum(trainingFields)), generatedTokens: z.number().int().min(0), countedFrom: z.enum(tokenCountSources) })
@@ -103,6 +108,8 @@ export type TrajectoryRecord = z.infer<typeof trajectoryRecordSchema>;
 export const trainingRecordSchema = trajectoryRecordSchema
   .pick({ trajectoryId: true, runId: true, questionId: true, reward: true })
   .extend({
-    turnRecords: z.array(turnRecordSchema.pick({ turn: true, promptTokenIds: true, tokenIds: true, logprobs: true, tokenVersions: true })),
+    turnRecords: z.array(
+      turnRecordSchema.pick({ turn: true, promptTokenIds: true, tokenIds: true, logprobs: true, tokenVersions: true, temperature: true }),
+    ),
   });
 export type TrainingRecord = z.infer<typeof trainingRecordSchema>;

@@ -8,6 +8,7 @@ import { parseRlHyperparameters } from '../../gpu/train/train-step.schema.js';
 import { parseLearnerInput } from '../../workflows/contracts/learner.input.js';
 import { taskQueueName } from '../../workflows/contracts/queues.js';
 import { parseTrajectoryInput } from '../../workflows/contracts/trajectory.input.js';
+import { rlRolloutTemperature } from '../../workflows/trajectory-child.js';
 import {
   learnerStateQuery,
   learnerWorkflowType,
@@ -33,15 +34,25 @@ const learnerFlags = {
   'settings.maxInflight': 'max-inflight',
   'limits.maxTurns': 'max-turns',
   'limits.maxNewTokensPerTurn': 'max-new-tokens',
+  'options.temperature': 'temperature',
   hyperparameters: 'hyperparameters',
   'hyperparameters.learningRate': 'lr',
 };
+
+/** --temperature: a number in [0, 5], default rlRolloutTemperature (RL samples). */
+function temperatureFlag(text: string | undefined): number {
+  if (text === undefined) return rlRolloutTemperature;
+  const value = Number(text);
+  if (text.trim() === '' || !Number.isFinite(value) || value < 0 || value > 5)
+    throw new UsageError(`--temperature expects a number between 0 and 5 (e.g. 1; 0 = greedy), got "${text}"`);
+  return value;
+}
 
 export const trainCommand: Command = {
   name: 'train',
   summary: 'run the RL learner (async by default) on a question set, with live progress',
   usage: `longhaul train --dataset FILE [--run-id ID] [--mode async|sync] [--steps N] [--batch N] [--group N] [--eta N]
-               [--max-inflight N] [--max-turns N] [--max-new-tokens N] [--lr X] [--keep-equal-groups]
+               [--max-inflight N] [--max-turns N] [--max-new-tokens N] [--temperature T] [--lr X] [--keep-equal-groups]
                [--start-version N] [--hyperparameters JSON] [--json]
 
 FILE is JSONL of {"id","question","answers":[…]}. The learner keeps trajectories streaming while
@@ -52,6 +63,9 @@ Web UI (search attribute LonghaulRunId) or with \`longhaul temporal workflow que
   --steps N           training steps (default 10)      --batch N   trajectories per step (default 16)
   --group N           samples per question (default 4) --eta N     max staleness in versions (default 4)
   --max-turns N       turns per trajectory (default 10) --lr X      learning rate (default 1e-5)
+  --temperature T     rollout sampling temperature (default 1: RL samples, so the G answers of a
+                      group differ; 0 = greedy, which makes every group's rewards equal). The
+                      trainer scores its logits at the same temperature (behaviour weight 1 on-policy)
   --keep-equal-groups keep groups whose rewards are all equal (dropped by default)
   --start-version N   policy version to train (default: the latest; an older one is registered again
                       as latest + 1, since every step publishes base + 1)
@@ -72,6 +86,7 @@ flag and the field).`,
       'max-inflight': { type: 'string' },
       'max-turns': { type: 'string' },
       'max-new-tokens': { type: 'string' },
+      temperature: { type: 'string' },
       lr: { type: 'string' },
       'keep-equal-groups': { type: 'boolean' },
       json: { type: 'boolean' },
@@ -110,6 +125,7 @@ flag and the field).`,
           maxTurns: integerFlag(values['max-turns'], 'max-turns', 10, 1, 100_000),
           maxNewTokensPerTurn: integerFlag(values['max-new-tokens'], 'max-new-tokens', 128, 1, 65_536),
         },
+        options: { temperature: temperatureFlag(values.temperature) },
       },
       hyperparameters: {
         ...hyperparameters,
@@ -153,7 +169,10 @@ flag and the field).`,
       bar.finish(`v${result.finalVersion}`);
       for (const stats of result.history)
         console.log(
-          `step ${stats.step} → v${stats.version}: mean reward ${stats.meanReward.toFixed(3)}, staleness ≤ ${stats.maxStaleness}, ${stats.trainSeconds.toFixed(1)} s`,
+          `step ${stats.step} → v${stats.version}: mean reward ${stats.meanReward.toFixed(3)}, staleness ≤ ${stats.maxStaleness}, ${stats.trainSeconds.toFixed(1)} s` +
+            (stats.zeroAdvantageGroupShare === undefined
+              ? ''
+              : `, ${(stats.zeroAdvantageGroupShare * 100).toFixed(0)} % of ${stats.groupsSettled} groups had zero advantage`),
         );
       console.log(
         `${result.steps} steps · ${result.consumed} trajectories used, ${result.dropped} dropped · ${result.samplesPerHour.toFixed(0)} samples/h · trainer busy ${(result.trainerBusy * 100).toFixed(0)} %`,

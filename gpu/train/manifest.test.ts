@@ -107,7 +107,28 @@ describe('the batch manifest contract', () => {
       behaviourLogprobs: [0, 0, 0, -0.5, -1.5, 0, 0, -0.25],
       policyVersions: [-1, -1, -1, 3, 3, -1, -1, 3],
       turnIndices: [0, 0, 0, 0, 0, 1, 1, 1],
+      temperature: 1,
     });
+  });
+
+  it('carries the temperature the behaviour logprobs were sampled at (greedy and old records: 1) and splits at a change', () => {
+    const record = twoTurnRecord('t1', 'q1', 1);
+    const at = (t0: number | undefined, t1: number | undefined): TrainingRecord => ({
+      ...record,
+      turnRecords: [
+        { ...record.turnRecords[0]!, ...(t0 === undefined ? {} : { temperature: t0 }) },
+        { ...record.turnRecords[1]!, ...(t1 === undefined ? {} : { temperature: t1 }) },
+      ],
+    });
+    const temperatures = (r: TrainingRecord) =>
+      rlSamples(r, 't1', { baseVersion: 3, eta: 4 }).map((sample) => [sample.id, sample.temperature]);
+    assert.deepEqual(temperatures(at(0.7, 0.7)), [['t1', 0.7]]);
+    assert.deepEqual(temperatures(at(0, 0)), [['t1', 1]]);
+    assert.deepEqual(temperatures(at(undefined, 0)), [['t1', 1]]);
+    assert.deepEqual(temperatures(at(0.7, 1.2)), [
+      ['t1#0', 0.7],
+      ['t1#1', 1.2],
+    ]);
   });
 
   it('splits a trajectory into one sample per segment when a prompt does not extend the sequence', () => {

@@ -10,6 +10,9 @@
  * generated ids), that turn starts a new sample `<id>#<n>` of the same group and reward.
  * Known bias: with group normalisation the engine averages over samples, so a trajectory that was
  * split into n samples weighs n times in its group's mean and std.
+ * Temperature: a turn sampled at T > 0 recorded log-softmax(logits / T) (top-p 1), a greedy turn
+ * log-softmax(logits); each sample carries that scoring temperature so the engine scores the
+ * trainer's logits the same way, and a turn at another temperature starts a new sample.
  */
 import type { TrainingRecord } from '../../activities/ports/trajectory-record.schema.js';
 import type { RlSample, SftSample } from './manifest.js';
@@ -30,7 +33,12 @@ interface Sequence {
   logprobs: number[];
   versions: number[];
   turns: number[];
+  /** The temperature the behaviour logprobs were computed at (greedy turns: 1). */
+  temperature: number;
 }
+
+/** The temperature a turn's behaviour logprobs are at: its sampling temperature, or 1 for greedy and for records that predate it. */
+export const scoringTemperature = (temperature: number | undefined) => (temperature !== undefined && temperature > 0 ? temperature : 1);
 
 const startsWith = (whole: readonly number[], prefix: readonly number[]) =>
   whole.length >= prefix.length && prefix.every((token, index) => whole[index] === token);
@@ -98,10 +106,11 @@ export function recordSequences(record: TrainingRecord, where: string, rules: Sa
   for (const turn of [...record.turnRecords].sort((a, b) => a.turn - b.turn)) {
     checkTurn(where, turn, rules);
     if (turn.tokenIds.length === 0) continue;
-    if (current && startsWith(turn.promptTokenIds, current.tokenIds)) {
+    const temperature = scoringTemperature(turn.temperature);
+    if (current && current.temperature === temperature && startsWith(turn.promptTokenIds, current.tokenIds)) {
       push(current, turn.promptTokenIds.slice(current.tokenIds.length), turn.turn);
     } else {
-      current = { tokenIds: [], lossMask: [], logprobs: [], versions: [], turns: [] };
+      current = { tokenIds: [], lossMask: [], logprobs: [], versions: [], turns: [], temperature };
       sequences.push(current);
       push(current, turn.promptTokenIds, turn.turn);
     }
@@ -135,6 +144,7 @@ export function rlSamples(record: TrainingRecord, where: string, rules: SampleRu
     behaviourLogprobs: sequence.logprobs,
     policyVersions: sequence.versions,
     turnIndices: sequence.turns,
+    temperature: sequence.temperature,
   }));
 }
 

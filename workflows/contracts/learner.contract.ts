@@ -65,6 +65,12 @@ export interface StepStats {
   /** Time the serving side took to pick the version up (syncWeights); absent in runs started before weight sync. */
   readonly syncSeconds?: number;
   readonly finishedAtMs: number;
+  /**
+   * Of the groups that settled since the previous step, the share whose rewards were all equal (zero
+   * advantage: no learning signal), and how many settled. Absent in runs recorded before it was kept.
+   */
+  readonly zeroAdvantageGroupShare?: number;
+  readonly groupsSettled?: number;
 }
 
 export interface LearnerCarried {
@@ -87,6 +93,10 @@ export interface LearnerCarried {
   readonly rewards?: Readonly<Record<string, number>>;
   /** Trajectories of settled groups, kept and not yet consumed. */
   readonly ready: number;
+  /** Groups settled since the last step, and how many of them had all-equal rewards (zero advantage). */
+  readonly groupsSinceStep?: { readonly settled: number; readonly equal: number };
+  /** The same over the whole run. */
+  readonly groupsTotal?: { readonly settled: number; readonly equal: number };
 }
 
 export interface LearnerState {
@@ -117,6 +127,8 @@ export interface LearnerResult {
   readonly maxStaleness: number;
   readonly wallSeconds: number;
   readonly history: readonly StepStats[];
+  /** Share of all settled groups whose rewards were all equal (zero advantage). */
+  readonly zeroAdvantageGroupShare?: number;
 }
 
 export interface QuestionRow {

@@ -61,6 +61,7 @@ class Sample:
     behaviour_logprobs: list | None = None
     policy_versions: list | None = None
     turn_indices: list | None = None
+    temperature: float = 1.0  # the behaviour logprobs are log-softmax(logits / temperature)
 
 
 @dataclass(frozen=True)
@@ -230,6 +231,7 @@ def _parse_sample(raw: dict) -> Sample:
         behaviour_logprobs=raw.get("behaviourLogprobs"),
         policy_versions=None if "policyVersions" not in raw else [int(v) for v in raw["policyVersions"]],
         turn_indices=None if "turnIndices" not in raw else [int(t) for t in raw["turnIndices"]],
+        temperature=float(raw.get("temperature", 1.0)),
     )
 
 

@@ -41,9 +41,13 @@ class Policy:
     resumed: bool = False
 
     def step(self) -> float:
-        """Clip, apply AdamW, update EMA; returns the gradient norm before clipping."""
+        """Clip, apply AdamW, update EMA; returns the gradient norm before clipping. A gradient whose
+        norm is not finite (a NaN or overflow anywhere) is dropped: no update, no optimizer step."""
         clip = self.hyperparameters.gradient_clip
         norm = torch.nn.utils.clip_grad_norm_(list(self.parameters.values()), clip if clip is not None else float("inf"))
+        if not torch.isfinite(norm):
+            self.optimizer.zero_grad(set_to_none=True)
+            return float(norm)
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         self.optimizer_steps += 1

@@ -14,6 +14,7 @@ the exit code is 0, or 2 for a refusal.
 
 import argparse
 import json
+import math
 import os
 import resource
 import sys
@@ -52,10 +53,16 @@ def pad(rows: list, value=0, dtype=torch.long) -> torch.Tensor:
 
 
 def forward_logprobs(model, samples: list, with_entropy: bool, entropy_grad: bool = False) -> tuple:
-    """Logprobs (and entropy) of each sample's own tokens under `model`; [B, T] right-padded."""
+    """Logprobs (and entropy) of each sample's own tokens under `model`; [B, T] right-padded.
+
+    Logits are divided by each sample's temperature, the one its behaviour logprobs were sampled at,
+    so that on-policy tokens have behaviour weight 1 at any temperature (AReaL does the same)."""
     ids = pad([s.token_ids for s in samples])
     attention = pad([[1] * len(s.token_ids) for s in samples])
     logits = model(input_ids=ids, attention_mask=attention, use_cache=False).logits
+    temperatures = [getattr(s, "temperature", 1.0) for s in samples]
+    if any(t != 1.0 for t in temperatures):
+        logits = logits.float() / torch.tensor(temperatures, dtype=torch.float32).view(-1, 1, 1)
     return token_logprobs(logits, ids, with_entropy, entropy_grad)
 
 
@@ -88,6 +95,10 @@ def _micro_step(policy: Policy, manifest: Manifest, chunk: list, prox: list, adv
     loss = aggregate(terms.loss, mask, ppo.aggregation, *totals)
     loss.backward()
     on = mask.bool()
+    # log of the behaviour weight π_prox / π_behave per loss token: 0 on-policy, whatever the rollout temperature.
+    log_weight = pad([prox[i] for i in chunk], 0.0, torch.float32) - pad([s.behaviour_logprobs for s in samples], 0.0, torch.float32)
+    if bool(on.any()):
+        stats["maxAbsLogBehaviourWeight"] = max(stats["maxAbsLogBehaviourWeight"], float(log_weight[on].abs().max()))
     stats["loss"] += float(loss.detach())
     stats["clipped"] += int((terms.clipped & on).sum())
     stats["capped"] += int((terms.capped & on).sum())
@@ -104,7 +115,7 @@ def rl_step(policy: Policy, manifest: Manifest) -> dict:
     prox_seconds = time.time() - started
     sequence_advantages = group_advantages([s.reward for s in samples], [s.group_id for s in samples], ppo.group_normalise)
     advantages = [token_advantages(a, s.loss_mask, s.turn_indices, ppo.turn_discount) for a, s in zip(sequence_advantages, samples)]
-    stats = dict.fromkeys(["loss", "clipped", "capped", "entropy", "lossTokens", "tokens"], 0)
+    stats = dict.fromkeys(["loss", "clipped", "capped", "entropy", "lossTokens", "tokens", "maxAbsLogBehaviourWeight"], 0)
     norms, update_started = [], time.time()
     slices = [list(range(len(samples)))[k :: ppo.minibatches] for k in range(ppo.minibatches)]
     for number, indices in enumerate(slices):
@@ -125,15 +136,21 @@ def rl_step(policy: Policy, manifest: Manifest) -> dict:
                 }
             )
         norms.append(policy.step())
+        if not math.isfinite(norms[-1]):
+            emit({"event": "warning", "message": f"minibatch {number + 1}: gradient norm is {norms[-1]}; update skipped"})
     update_seconds = time.time() - update_started
     loss_tokens = max(stats["lossTokens"], 1)
     return {
         "loss": stats["loss"] / len(slices),
         "clipFraction": stats["clipped"] / loss_tokens,
         "importanceCappedFraction": stats["capped"] / loss_tokens,
+        # Largest |log(π_prox / π_behave)| over loss tokens: ~0 for fresh on-policy rollouts (float rounding).
+        "maxAbsLogBehaviourWeight": stats["maxAbsLogBehaviourWeight"],
         "entropy": stats["entropy"] / loss_tokens,
-        "gradNorm": norms[-1],
-        "gradNorms": norms,
+        # JSON has no NaN/Infinity: a non-finite norm (its update skipped) is reported as null.
+        "gradNorm": norms[-1] if math.isfinite(norms[-1]) else None,
+        "gradNorms": [n if math.isfinite(n) else None for n in norms],
+        "skippedUpdates": sum(1 for n in norms if not math.isfinite(n)),
         "rewardMean": sum(s.reward for s in samples) / len(samples),
         "samples": len(samples),
         "tokens": stats["tokens"],
