@@ -30,6 +30,33 @@ export interface StepResult {
   readonly cache: KeyValueCache;
 }
 
+/**
+ * One batched run: `rows` sequences, each `newTokens` new positions (left-padded where a row has
+ * fewer), after a shared past of `pastLength` columns. Masks and ids are row-major; the past is
+ * 2 × layers tensors of [rows, kvHeads, pastLength, headDim] (key, value per layer).
+ */
+export interface BatchInput {
+  readonly rows: number;
+  readonly newTokens: number;
+  readonly pastLength: number;
+  /** [rows × newTokens] */
+  readonly tokenIds: BigInt64Array;
+  /** [rows × (pastLength + newTokens)]: 1 for a real column, 0 for padding. */
+  readonly attentionMask: BigInt64Array;
+  /** [rows × newTokens] */
+  readonly positionIds: BigInt64Array;
+  /** New positions (0..newTokens-1, shared by all rows) that get a logits row. */
+  readonly logitsPositions: readonly number[];
+  readonly past: readonly Float32Array[];
+}
+
+export interface BatchOutput {
+  /** [rows × kept × vocab] */
+  readonly logits: Float32Array;
+  /** 2 × layers tensors of [rows, kvHeads, pastLength + newTokens, headDim]. */
+  readonly present: Float32Array[];
+}
+
 export class OnnxModel {
   /** Runs go one at a time: concurrent runs on a few cores only oversubscribe the thread pool (measured: slower in total). */
   private tail: Promise<unknown> = Promise.resolve();
@@ -106,6 +133,39 @@ export class OnnxModel {
       tensors.push(outputs[`present.${layer}.key`]!, outputs[`present.${layer}.value`]!);
     }
     return { logits: outputs.logits!.data as Float32Array, cache: { length: total, tensors } };
+  }
+
+  /** Run a padded batch (continuous batching: batch-decoder.ts builds these). */
+  async runBatch(input: BatchInput): Promise<BatchOutput> {
+    const { layers, kvHeads, headDim } = this.manifest;
+    const { rows, newTokens, pastLength } = input;
+    const feeds: Record<string, ort.Tensor> = {
+      input_ids: new ort.Tensor('int64', input.tokenIds, [rows, newTokens]),
+      attention_mask: new ort.Tensor('int64', input.attentionMask, [rows, pastLength + newTokens]),
+      position_ids: new ort.Tensor('int64', input.positionIds, [rows, newTokens]),
+      logits_positions: new ort.Tensor('int64', BigInt64Array.from(input.logitsPositions, BigInt), [input.logitsPositions.length]),
+    };
+    for (let layer = 0; layer < layers; layer += 1) {
+      for (const [offset, kind] of [
+        [0, 'key'],
+        [1, 'value'],
+      ] as const) {
+        feeds[`past_key_values.${layer}.${kind}`] = new ort.Tensor('float32', input.past[2 * layer + offset]!, [
+          rows,
+          kvHeads,
+          pastLength,
+          headDim,
+        ]);
+      }
+    }
+    const run = this.tail.then(() => this.session.run(feeds));
+    this.tail = run.catch(() => undefined);
+    const outputs = await run;
+    const present: Float32Array[] = [];
+    for (let layer = 0; layer < layers; layer += 1) {
+      present.push(outputs[`present.${layer}.key`]!.data as Float32Array, outputs[`present.${layer}.value`]!.data as Float32Array);
+    }
+    return { logits: outputs.logits!.data as Float32Array, present };
   }
 
   /** Row `index` (0 = the first kept position) of a [kept × vocab] logits block. */

@@ -1,14 +1,17 @@
 /**
  * The `onnx` policy backend: the local model in this process (onnxruntime-node), prefill then
- * key/value-cache decoding, greedy or seeded sampling, stop tokens and stop strings, behaviour
- * logprobs and a policy version on every token. An aborted signal ends the generation with
+ * key/value-cache decoding with continuous batching (batch-decoder.ts: concurrent generations share
+ * one session run per decode step), greedy or seeded sampling per sequence, stop tokens and stop
+ * strings, behaviour logprobs and a policy version on every token. An aborted signal ends the generation with
  * finishReason "interrupted" and the tokens so far; `prefixTokenIds` resumes after them.
  * `forcedText` scores a given output instead of sampling one (teacher forcing).
  */
+import fs from 'node:fs';
 import path from 'node:path';
 import type { GenerateRequest, GenerateResult, PolicyBackend } from '../../activities/ports/policy.port.js';
 import { parseGenerateRequest } from '../../activities/ports/policy-request.schema.js';
 import { renderChat } from './chat-template.js';
+import { BatchDecoder, type RunReport } from './batch-decoder.js';
 import { readManifest } from './model-files.js';
 import { OnnxModel, type ExecutionProvider } from './onnx-model.js';
 import { chooseToken, seededRandom, tokenLogprob } from './sampling.js';
@@ -24,6 +27,10 @@ export interface OnnxBackendOptions {
   readonly executionProviders?: readonly ExecutionProvider[];
   /** Intra-op threads; 0 lets onnxruntime choose. @default 0 */
   readonly threads?: number;
+  /** Most sequences decoded in one session run (1: each sequence alone, as before batching). @default 32 */
+  readonly maxBatchSize?: number;
+  /** Hears every session run (benchmarks and tests: batch sizes, step times). */
+  readonly onRun?: (run: RunReport) => void;
 }
 
 /** One generated token as it is sampled: its id, behaviour logprob and the text it adds (may be '' mid-character; stop tokens are not reported). */
@@ -39,6 +46,9 @@ export interface OnnxBackend extends PolicyBackend {
   generate(request: GenerateRequest, signal?: AbortSignal, onToken?: (token: StreamedToken) => void): Promise<GenerateResult>;
   readonly tokenizer: BpeTokenizer;
   readonly model: OnnxModel;
+  readonly decoder: BatchDecoder;
+  /** Positions the model can attend over (config.json max_position_embeddings); null when the folder does not say. */
+  readonly contextWindow: number | null;
   /** Token ids of a request's prompt (chat template applied when `messages` is set). */
   promptTokenIds(request: GenerateRequest): number[];
   close(): Promise<void>;
@@ -53,16 +63,23 @@ export async function createOnnxBackend(options: OnnxBackendOptions): Promise<On
     executionProviders: options.executionProviders ?? ['cpu'],
     threads: options.threads ?? 0,
   });
+  const decoder = new BatchDecoder({ model, maxBatchSize: options.maxBatchSize ?? 32, ...(options.onRun ? { onRun: options.onRun } : {}) });
+  const contextWindow = readContextWindow(options.modelDir);
   const stopTokenIds = new Set(manifest.stopTokenIds);
   const promptTokenIds = (request: GenerateRequest) => tokenizer.encode(request.messages ? renderChat(request.messages) : request.prompt);
   return {
     name: 'onnx',
     tokenizer,
     model,
+    decoder,
+    contextWindow,
     promptTokenIds,
     currentVersion: async () => options.version,
     capabilities: async () => ({ tokenIds: true, logprobs: true, detail: `local ONNX policy ${options.modelDir}` }),
-    close: () => model.close(),
+    close: async () => {
+      await decoder.close();
+      await model.close();
+    },
     async generate(rawRequest, signal, onToken) {
       const request = parseGenerateRequest(rawRequest);
       for (const id of request.prefixTokenIds ?? []) {
@@ -75,7 +92,8 @@ export async function createOnnxBackend(options: OnnxBackendOptions): Promise<On
       const prompt = promptTokenIds(request);
       if (prompt.length === 0)
         throw new LonghaulError(errorTypes.invalidInput, 'prompt: encodes to no tokens (the model needs at least one prompt token)');
-      const generator = { model, tokenizer, stopTokenIds, version: options.version };
+      if (contextWindow !== null) checkContextWindow(request, prompt.length, contextWindow, tokenizer);
+      const generator = { model, decoder, tokenizer, stopTokenIds, version: options.version };
       return request.forcedText === undefined
         ? generate(generator, request, prompt, signal, onToken)
         : score(generator, request, request.forcedText, prompt);
@@ -83,8 +101,37 @@ export async function createOnnxBackend(options: OnnxBackendOptions): Promise<On
   };
 }
 
+/** The prepared folder's context window (config.json max_position_embeddings), or null. */
+function readContextWindow(modelDir: string): number | null {
+  try {
+    const config = JSON.parse(fs.readFileSync(path.join(modelDir, 'config.json'), 'utf8')) as { max_position_embeddings?: unknown };
+    return typeof config.max_position_embeddings === 'number' ? config.max_position_embeddings : null;
+  } catch {
+    return null;
+  }
+}
+
+/** A request whose prompt and output cannot fit the context window fails alone, before it joins the batch. */
+function checkContextWindow(request: GenerateRequest, promptLength: number, window: number, tokenizer: BpeTokenizer): void {
+  const prefix = request.prefixTokenIds?.length ?? 0;
+  if (promptLength + prefix >= window)
+    throw new LonghaulError(
+      errorTypes.invalidInput,
+      `prompt: ${promptLength} prompt tokens${prefix > 0 ? ` + ${prefix} prefixTokenIds` : ''} leave no room in the model's context window of ${window} tokens; shorten the prompt`,
+    );
+  const output = request.forcedText === undefined ? Math.max(request.maxNewTokens, prefix) : tokenizer.encode(request.forcedText).length;
+  if (promptLength + output > window) {
+    const field = request.forcedText === undefined ? 'maxNewTokens' : 'forcedText';
+    throw new LonghaulError(
+      errorTypes.invalidInput,
+      `${field}: ${promptLength} prompt tokens + ${output} ${request.forcedText === undefined ? 'new' : 'forced'} tokens exceed the model's context window of ${window} tokens; at most ${window - promptLength} fit after this prompt`,
+    );
+  }
+}
+
 interface Generator {
   readonly model: OnnxModel;
+  readonly decoder: BatchDecoder;
   readonly tokenizer: BpeTokenizer;
   readonly stopTokenIds: ReadonlySet<number>;
   readonly version: number;
@@ -97,7 +144,7 @@ async function generate(
   signal?: AbortSignal,
   onToken?: (token: StreamedToken) => void,
 ): Promise<GenerateResult> {
-  const { model, version } = generator;
+  const { model, decoder, version } = generator;
   const temperature = request.temperature ?? 0;
   const prefix = [...(request.prefixTokenIds ?? [])];
   const tokenIds = [...prefix];
@@ -119,32 +166,36 @@ async function generate(
   const context = [...promptTokenIds, ...prefix];
   // Logits from the last prompt position on when the prefix's logprobs must be recomputed, else the last only.
   const logitsFrom = request.prefixLogprobs ? context.length - 1 : Math.max(0, promptTokenIds.length - 1);
-  let { logits, cache } = await model.step(context, model.emptyCache(), logitsFrom);
-  if (!request.prefixLogprobs) {
-    for (let index = 0; index < prefix.length; index += 1) {
-      logprobs.push(tokenLogprob(model.row(logits, promptTokenIds.length - 1 + index - logitsFrom), prefix[index]!, temperature));
+  const { sequence, logits } = await decoder.prefill(context, logitsFrom);
+  try {
+    if (!request.prefixLogprobs) {
+      for (let index = 0; index < prefix.length; index += 1) {
+        logprobs.push(tokenLogprob(model.row(logits, promptTokenIds.length - 1 + index - logitsFrom), prefix[index]!, temperature));
+      }
     }
-  }
-  for (const id of prefix) if (text.push(id)) return result('stop');
-  let last = model.row(logits, context.length - 1 - logitsFrom);
-  let shown = text.visible.length;
-  while (tokenIds.length < request.maxNewTokens) {
-    if (signal?.aborted) return result('interrupted');
-    const choice = chooseToken(last, { temperature, topP: request.topP ?? 1, random });
-    tokenIds.push(choice.tokenId);
-    logprobs.push(choice.logprob);
-    tokenVersions.push(version);
-    const stopped = text.push(choice.tokenId);
-    if (onToken && !generator.stopTokenIds.has(choice.tokenId)) {
-      onToken({ tokenId: choice.tokenId, logprob: choice.logprob, text: text.visible.slice(shown) });
-      shown = text.visible.length;
+    for (const id of prefix) if (text.push(id)) return result('stop');
+    let last = model.row(logits, context.length - 1 - logitsFrom);
+    let shown = text.visible.length;
+    while (tokenIds.length < request.maxNewTokens) {
+      if (signal?.aborted) return result('interrupted');
+      const choice = chooseToken(last, { temperature, topP: request.topP ?? 1, random });
+      tokenIds.push(choice.tokenId);
+      logprobs.push(choice.logprob);
+      tokenVersions.push(version);
+      const stopped = text.push(choice.tokenId);
+      if (onToken && !generator.stopTokenIds.has(choice.tokenId)) {
+        onToken({ tokenId: choice.tokenId, logprob: choice.logprob, text: text.visible.slice(shown) });
+        shown = text.visible.length;
+      }
+      if (stopped) return result('stop');
+      if (tokenIds.length >= request.maxNewTokens) break;
+      // Resolves after the next batched decode step, together with every other active sequence.
+      last = await decoder.decode(sequence, choice.tokenId);
     }
-    if (stopped) return result('stop');
-    if (tokenIds.length >= request.maxNewTokens) break;
-    ({ logits, cache } = await model.step([choice.tokenId], cache));
-    last = model.row(logits, 0);
+    return result('length');
+  } finally {
+    decoder.release(sequence); // leaves the batch at the next step boundary
   }
-  return result('length');
 }
 
 /** Teacher forcing: the forced text's tokens with their logprobs under this version, in one forward pass. */
@@ -154,11 +205,13 @@ async function score(
   forcedText: string,
   promptTokenIds: number[],
 ): Promise<GenerateResult> {
-  const { model, version } = generator;
+  const { model, decoder, version } = generator;
   const tokenIds = generator.tokenizer.encode(forcedText);
   if (tokenIds.length === 0) throw new LonghaulError(errorTypes.invalidInput, 'forcedText: encodes to no tokens');
   const from = promptTokenIds.length - 1;
-  const { logits } = await model.step([...promptTokenIds, ...tokenIds], model.emptyCache(), from);
+  // The last forced token's logits are not needed: the forced tokens after the prompt are what is scored.
+  const { sequence, logits } = await decoder.prefill([...promptTokenIds, ...tokenIds], from);
+  decoder.release(sequence);
   const logprobs = tokenIds.map((tokenId, index) => tokenLogprob(model.row(logits, index), tokenId, request.temperature ?? 0));
   return {
     text: forcedText,

@@ -1,0 +1,158 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { GenerateRequest, GenerateResult } from '../../activities/ports/policy.port.js';
+import type { RunReport } from './batch-decoder.js';
+import { createOnnxBackend, type OnnxBackend } from './onnx.backend.js';
+import { tinyModelDir } from '../../test/doubles/test-model.js';
+import { errorTypes, LonghaulError } from '../../workflows/contracts/errors.js';
+
+/**
+ * Batched and unbatched decoding of the same requests must agree: same tokens, logprobs within
+ * 1e-4 (padding and batch shape change the float32 summation order in onnxruntime, nothing else;
+ * measured differences are below 1e-5).
+ */
+const tolerance = 1e-4;
+
+function assertSameGeneration(batched: GenerateResult, alone: GenerateResult, label: string): void {
+  assert.deepEqual(batched.tokenIds, alone.tokenIds, `${label}: token ids`);
+  assert.equal(batched.text, alone.text, `${label}: text`);
+  assert.equal(batched.finishReason, alone.finishReason, `${label}: finish reason`);
+  assert.equal(batched.logprobs.length, alone.logprobs.length);
+  batched.logprobs.forEach((logprob, index) =>
+    assert.ok(Math.abs(logprob - alone.logprobs[index]!) < tolerance, `${label} token ${index}: ${logprob} vs ${alone.logprobs[index]}`),
+  );
+}
+
+describe('continuous batching in the onnx policy (tiny model)', () => {
+  let backend: OnnxBackend;
+  const runs: RunReport[] = [];
+  const prompts = [
+    'Question: who wrote Hamlet?\nAnswer:',
+    'The capital of France is',
+    'List three prime numbers greater than one hundred, then explain why each of them is prime in one short sentence.',
+    'Hi',
+    'Temporal keeps workflow histories durable while activities do the input and output of a long-horizon agent.',
+    'Once upon a time',
+  ];
+  // Mixed settings: greedy and sampled, different seeds, top-p, stop strings and lengths per sequence.
+  const requests: GenerateRequest[] = prompts.map((prompt, index) => ({
+    prompt,
+    maxNewTokens: 10 + 3 * index,
+    ...(index % 2 === 1 ? { temperature: 0.8, seed: 100 + index, topP: 0.9 } : {}),
+    ...(index === 2 ? { stop: ['the', 'a'] } : {}),
+  }));
+
+  before(async () => {
+    backend = await createOnnxBackend({ modelDir: await tinyModelDir(), version: 1, threads: 1, onRun: (run) => runs.push(run) });
+  });
+  after(() => backend.close());
+
+  it('gives every sequence of a batch the tokens and logprobs it gets alone', async () => {
+    const alone: GenerateResult[] = [];
+    for (const request of requests) alone.push(await backend.generate(request));
+    runs.length = 0;
+    const batched = await Promise.all(requests.map((request) => backend.generate(request)));
+    batched.forEach((result, index) => assertSameGeneration(result, alone[index]!, `sequence ${index}`));
+    const decodeRows = Math.max(...runs.filter((run) => run.kind === 'decode').map((run) => run.active));
+    // A sequence that stops on its first token (here the stop string) never needs a decode step.
+    const decoding = alone.filter((result) => result.tokenIds.length > 1).length;
+    assert.ok(decoding >= 4, `${decoding} sequences decode`);
+    assert.equal(decodeRows, decoding, 'every decoding sequence in one run at least once');
+    assert.ok(
+      runs.some((run) => run.kind === 'prefill' && run.active > 1),
+      'prompts prefilled together',
+    );
+  });
+
+  it('lets sequences join a running batch between steps and leave it when done', async () => {
+    const alone = [];
+    for (const request of requests.slice(0, 3)) alone.push(await backend.generate(request));
+    runs.length = 0;
+    // The second starts after the first has 3 tokens, the third after the second has 2.
+    let second: Promise<GenerateResult> | undefined;
+    let third: Promise<GenerateResult> | undefined;
+    let firstTokens = 0;
+    let secondTokens = 0;
+    const first = backend.generate(requests[0]!, undefined, () => {
+      firstTokens += 1;
+      if (firstTokens === 3)
+        second = backend.generate(requests[1]!, undefined, () => {
+          secondTokens += 1;
+          if (secondTokens === 2) third = backend.generate(requests[2]!);
+        });
+    });
+    const firstResult = await first;
+    const until = async (get: () => Promise<GenerateResult> | undefined) => {
+      while (!get()) await new Promise((resolve) => setImmediate(resolve));
+      return get()!;
+    };
+    const [secondResult, thirdResult] = await Promise.all([until(() => second), until(() => third)]).then((started) =>
+      Promise.all(started),
+    );
+    assertSameGeneration(firstResult, alone[0]!, 'first');
+    assertSameGeneration(secondResult, alone[1]!, 'joined second');
+    assertSameGeneration(thirdResult, alone[2]!, 'joined third');
+    const sizes = runs.filter((run) => run.kind === 'decode').map((run) => run.active);
+    assert.ok(sizes.includes(1) && sizes.some((size) => size >= 2), `decode batch sizes ${sizes.join(',')}`);
+  });
+
+  it('interrupts one sequence of a batch without disturbing the others', async () => {
+    const alone = await backend.generate(requests[4]!);
+    const controller = new AbortController();
+    let seen = 0;
+    const [interrupted, others] = await Promise.all([
+      backend.generate({ prompt: prompts[0]!, maxNewTokens: 40 }, controller.signal, () => {
+        seen += 1;
+        if (seen === 4) controller.abort();
+      }),
+      backend.generate(requests[4]!),
+    ]);
+    assert.equal(interrupted.finishReason, 'interrupted');
+    assert.equal(interrupted.tokenIds.length, 4);
+    assertSameGeneration(others, alone, 'neighbour of an interrupted sequence');
+  });
+
+  it('fails a request beyond the context window alone, never the batch it came with', async () => {
+    assert.equal(backend.contextWindow, 8192);
+    const alone = await backend.generate(requests[0]!);
+    const tooLongPrompt = 'word '.repeat(9000);
+    const [good, longPrompt, tooManyTokens, forcedTooLong] = await Promise.allSettled([
+      backend.generate(requests[0]!),
+      backend.generate({ prompt: tooLongPrompt, maxNewTokens: 4 }),
+      backend.generate({ prompt: prompts[1]!, maxNewTokens: 9000 }),
+      backend.generate({ prompt: prompts[1]!, maxNewTokens: 1, forcedText: tooLongPrompt }),
+    ]);
+    assert.equal(good.status, 'fulfilled');
+    assertSameGeneration(good.value, alone, 'good request beside bad ones');
+    const reason = (settled: PromiseSettledResult<GenerateResult>) => {
+      assert.equal(settled.status, 'rejected');
+      const error = settled.reason as unknown;
+      assert.ok(error instanceof LonghaulError && error.code === errorTypes.invalidInput, String(error));
+      return error.message;
+    };
+    assert.match(
+      reason(longPrompt),
+      /^prompt: 9\d{3} prompt tokens leave no room in the model's context window of 8192 tokens; shorten the prompt$/,
+    );
+    const promptLength = backend.tokenizer.encode(prompts[1]!).length;
+    assert.equal(
+      reason(tooManyTokens),
+      `maxNewTokens: ${promptLength} prompt tokens + 9000 new tokens exceed the model's context window of 8192 tokens; at most ${8192 - promptLength} fit after this prompt`,
+    );
+    assert.match(
+      reason(forcedTooLong),
+      /^forcedText: \d+ prompt tokens \+ \d+ forced tokens exceed the model's context window of 8192 tokens/,
+    );
+  });
+
+  it('scores forced text while other sequences decode', async () => {
+    const sampled = await backend.generate(requests[0]!);
+    const scoredAlone = await backend.generate({ prompt: prompts[0]!, maxNewTokens: 1, forcedText: sampled.text });
+    const [scored, decoded] = await Promise.all([
+      backend.generate({ prompt: prompts[0]!, maxNewTokens: 1, forcedText: sampled.text }),
+      backend.generate(requests[3]!),
+    ]);
+    assertSameGeneration(scored, scoredAlone, 'forced text in a batch');
+    assert.equal(decoded.tokenIds.length > 0, true);
+  });
+});

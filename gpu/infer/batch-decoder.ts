@@ -1,0 +1,427 @@
+/**
+ * Continuous batching on one OnnxModel: every active sequence advances in one session run per
+ * decode step, so the 135 M weights are read once per step for the whole batch instead of once per
+ * sequence. Sequences join and leave between steps. The batch's key/value cache is one padded
+ * tensor per layer ([rows, kvHeads, columns, headDim]) with a per-row mask of the columns that hold
+ * real tokens; when the membership changes it is rebuilt, each row's real columns copied
+ * right-aligned (left padding), so a row's cache never moves while it stays in the batch.
+ *
+ * Prompts are prefilled in chunks (`prefillChunkTokens` per sequence and run), several prompts in
+ * one run, and prefill runs alternate with decode steps so a long prompt does not stall the tokens
+ * of the sequences already decoding. A prompt that needs logits for more than its last position (a
+ * scored forced text, recomputed prefix logprobs) is prefilled on its own.
+ *
+ * A run that fails rejects the sequences in that run only; the others go on.
+ */
+import type { OnnxModel } from './onnx-model.js';
+
+export interface BatchDecoderOptions {
+  readonly model: OnnxModel;
+  /** Most sequences in one decode run; more wait for a free row. @default 32 */
+  readonly maxBatchSize?: number;
+  /** Prompt tokens per sequence and prefill run. @default 128 */
+  readonly prefillChunkTokens?: number;
+  /** Most prompts prefilled in one run. @default 8 */
+  readonly maxPrefillRows?: number;
+  /** Hears every session run (benchmarks: step times, batch sizes). */
+  readonly onRun?: (run: RunReport) => void;
+}
+
+export interface RunReport {
+  readonly kind: 'prefill' | 'decode';
+  /** Rows in the run (sequences, plus idle rows of a decode batch). */
+  readonly rows: number;
+  /** Sequences that got a token's logits (decode) or a chunk (prefill). */
+  readonly active: number;
+  readonly newTokens: number;
+  readonly columns: number;
+  readonly ms: number;
+}
+
+/** A sequence in the decoder; opaque to callers. */
+export interface DecoderSequence {
+  readonly id: number;
+}
+
+interface Waiter {
+  resolve(logits: Float32Array): void;
+  reject(error: unknown): void;
+}
+
+interface Sequence extends DecoderSequence {
+  /** Real tokens in the cache (the next token's position). */
+  length: number;
+  /** Prompt tokens not yet run. */
+  pending: number[];
+  /** Logits wanted from this prompt index on (prefill); the last only when it is the last index. */
+  logitsFrom: number;
+  /** Prompt tokens already run (index into the prompt of pending[0]). */
+  consumed: number;
+  /** The decode token submitted for the next step. */
+  next: number | undefined;
+  waiter: Waiter | undefined;
+  /** Where the cache lives: a group and a row in it (none before the first run). */
+  group: Group | undefined;
+  row: number;
+  /** Which of the group's columns hold this sequence's real tokens. */
+  mask: Uint8Array;
+  released: boolean;
+}
+
+interface Group {
+  readonly members: Sequence[];
+  readonly columns: number;
+  readonly tensors: Float32Array[];
+}
+
+export class BatchDecoder {
+  private readonly model: OnnxModel;
+  private readonly maxBatchSize: number;
+  private readonly chunk: number;
+  private readonly maxPrefillRows: number;
+  private readonly onRun: ((run: RunReport) => void) | undefined;
+  private readonly prefillQueue: Sequence[] = [];
+  private prefillGroup: Group | undefined;
+  /** Prefilled, waiting for a row in the decode batch. */
+  private readonly joining: Sequence[] = [];
+  private decodeGroup: Group | undefined;
+  private nextId = 0;
+  private scheduled = false;
+  private running: Promise<void> | undefined;
+  private lastWasDecode = false;
+  private closed = false;
+
+  constructor(options: BatchDecoderOptions) {
+    this.model = options.model;
+    this.maxBatchSize = options.maxBatchSize ?? 32;
+    this.chunk = options.prefillChunkTokens ?? 128;
+    this.maxPrefillRows = options.maxPrefillRows ?? 8;
+    this.onRun = options.onRun;
+  }
+
+  /**
+   * Run a prompt; resolves with the logits of positions `logitsFrom`..end ([kept × vocab]) and the
+   * sequence, which then takes `decode` calls until `release`.
+   */
+  prefill(tokenIds: readonly number[], logitsFrom = tokenIds.length - 1): Promise<{ sequence: DecoderSequence; logits: Float32Array }> {
+    if (this.closed) return Promise.reject(new Error('the policy model is closed'));
+    if (tokenIds.length === 0) return Promise.reject(new Error('prefill needs at least one token'));
+    const sequence: Sequence = {
+      id: (this.nextId += 1),
+      length: 0,
+      pending: [...tokenIds],
+      logitsFrom: Math.min(Math.max(0, logitsFrom), tokenIds.length - 1),
+      consumed: 0,
+      next: undefined,
+      waiter: undefined,
+      group: undefined,
+      row: 0,
+      mask: new Uint8Array(0),
+      released: false,
+    };
+    return new Promise((resolve, reject) => {
+      sequence.waiter = { resolve: (logits) => resolve({ sequence, logits }), reject };
+      this.prefillQueue.push(sequence);
+      this.schedule();
+    });
+  }
+
+  /** Feed the sequence's next token; resolves with the logits row after it (at the next decode step). */
+  decode(handle: DecoderSequence, tokenId: number): Promise<Float32Array> {
+    const sequence = handle as Sequence;
+    if (this.closed) return Promise.reject(new Error('the policy model is closed'));
+    if (sequence.released) return Promise.reject(new Error(`sequence ${sequence.id} was released`));
+    if (sequence.waiter) return Promise.reject(new Error(`sequence ${sequence.id} already has a run pending`));
+    return new Promise((resolve, reject) => {
+      sequence.next = tokenId;
+      sequence.waiter = { resolve, reject };
+      this.schedule();
+    });
+  }
+
+  /** The sequence leaves the batch at the next step boundary; its cache rows are dropped then. */
+  release(handle: DecoderSequence): void {
+    const sequence = handle as Sequence;
+    sequence.released = true;
+    sequence.next = undefined;
+  }
+
+  /** Sequences decoding now (benchmarks). */
+  get activeSequences(): number {
+    return (this.decodeGroup?.members.filter((member) => !member.released).length ?? 0) + this.joining.length;
+  }
+
+  /** Finish the run in progress, fail everything still waiting, and refuse new work. */
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.running;
+    const error = new Error('the policy model is closed');
+    for (const sequence of [
+      ...this.prefillQueue,
+      ...this.joining,
+      ...(this.prefillGroup?.members ?? []),
+      ...(this.decodeGroup?.members ?? []),
+    ]) {
+      sequence.waiter?.reject(error);
+      sequence.waiter = undefined;
+    }
+    this.prefillQueue.length = 0;
+    this.joining.length = 0;
+    this.prefillGroup = undefined;
+    this.decodeGroup = undefined;
+  }
+
+  /** One round at a time; the next one after the callers' continuations have submitted their tokens. */
+  private schedule(): void {
+    if (this.scheduled || this.running || this.closed) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      if (this.running || this.closed) return;
+      this.running = this.round().finally(() => {
+        this.running = undefined;
+        if (this.hasWork()) this.schedule();
+      });
+    });
+  }
+
+  private decodeReady(): boolean {
+    const ready = (sequence: Sequence) => !sequence.released && sequence.next !== undefined;
+    return (this.decodeGroup?.members.some(ready) ?? false) || this.joining.some(ready);
+  }
+
+  private prefillReady(): boolean {
+    return this.prefillQueue.length > 0 || this.prefilling().length > 0;
+  }
+
+  /** Members of the prefill group whose prompt is not through yet (the finished ones decode from there). */
+  private prefilling(): Sequence[] {
+    return (this.prefillGroup?.members ?? []).filter((member) => !member.released && member.pending.length > 0);
+  }
+
+  private hasWork(): boolean {
+    return this.decodeReady() || this.prefillReady();
+  }
+
+  private async round(): Promise<void> {
+    const decode = this.decodeReady();
+    const prefill = this.prefillReady();
+    if (prefill && (!decode || this.lastWasDecode)) {
+      this.lastWasDecode = false;
+      await this.prefillRound();
+    } else if (decode) {
+      this.lastWasDecode = true;
+      await this.decodeRound();
+    }
+  }
+
+  private async prefillRound(): Promise<void> {
+    const members = this.prefilling();
+    const solo = (sequence: Sequence) => sequence.logitsFrom < sequence.consumed + sequence.pending.length - 1;
+    const soloRunning = members.some(solo);
+    for (let index = 0; !soloRunning && index < this.prefillQueue.length && members.length < this.maxPrefillRows;) {
+      const candidate = this.prefillQueue[index]!;
+      if (candidate.released) {
+        this.prefillQueue.splice(index, 1);
+        continue;
+      }
+      // A prompt that wants many logits rows runs alone (its rows would be paid by every row of the run).
+      if (solo(candidate) && members.length > 0) break;
+      members.push(candidate);
+      this.prefillQueue.splice(index, 1);
+      if (solo(candidate)) break;
+    }
+    if (members.length === 0) {
+      this.prefillGroup = undefined;
+      return;
+    }
+    const group = this.regroup(this.prefillGroup, members);
+    // Chunks: the next `chunk` tokens; a solo prompt's last chunk takes all that is left once its logits start within a chunk.
+    const chunks = members.map((member) => {
+      const take =
+        solo(member) && member.logitsFrom - member.consumed < this.chunk
+          ? member.pending.length
+          : Math.min(this.chunk, member.pending.length);
+      return member.pending.slice(0, take);
+    });
+    const widest = Math.max(...chunks.map((chunk) => chunk.length));
+    const finishing = members.map((member, index) => chunks[index]!.length === member.pending.length);
+    // Logits: the last position for batched prompts; from the first wanted position for a solo one.
+    let logitsPositions = [widest - 1];
+    if (members.length === 1 && finishing[0]) {
+      const member = members[0]!;
+      const first = member.logitsFrom - member.consumed; // index in this chunk
+      logitsPositions = Array.from({ length: chunks[0]!.length - first }, (_, index) => widest - chunks[0]!.length + first + index);
+    }
+    let logits: Float32Array;
+    try {
+      logits = await this.run('prefill', group, chunks, logitsPositions, members.length);
+    } catch (error) {
+      this.prefillGroup = undefined;
+      for (const member of members) this.fail(member, error);
+      return;
+    }
+    const vocab = this.model.manifest.vocabSize;
+    const kept = logitsPositions.length;
+    members.forEach((member, index) => {
+      const taken = chunks[index]!.length;
+      member.consumed += taken;
+      member.pending = member.pending.slice(taken);
+      if (!finishing[index]) return;
+      const waiter = member.waiter;
+      member.waiter = undefined;
+      if (!member.released) this.joining.push(member);
+      waiter?.resolve(logits.slice(index * kept * vocab, (index + 1) * kept * vocab));
+    });
+  }
+
+  private async decodeRound(): Promise<void> {
+    const members = (this.decodeGroup?.members ?? []).filter((member) => !member.released);
+    while (this.joining.length > 0 && members.length < this.maxBatchSize) {
+      const joiner = this.joining.shift()!;
+      if (!joiner.released) members.push(joiner);
+    }
+    if (members.length === 0) {
+      this.decodeGroup = undefined;
+      return;
+    }
+    const group = this.regroup(this.decodeGroup, members);
+    this.decodeGroup = group;
+    // A member with no token submitted yet keeps its row: it gets a padding column this step.
+    const tokens = members.map((member) => (member.next === undefined ? [] : [member.next]));
+    const active = members.filter((member) => member.next !== undefined);
+    for (const member of members) member.next = undefined;
+    let logits: Float32Array;
+    try {
+      logits = await this.run('decode', group, tokens, [0], active.length);
+    } catch (error) {
+      this.decodeGroup = undefined;
+      for (const member of members) this.fail(member, error);
+      return;
+    }
+    const vocab = this.model.manifest.vocabSize;
+    members.forEach((member, index) => {
+      if (tokens[index]!.length === 0) return;
+      const waiter = member.waiter;
+      member.waiter = undefined;
+      waiter?.resolve(logits.slice(index * vocab, (index + 1) * vocab));
+    });
+  }
+
+  private fail(member: Sequence, error: unknown): void {
+    member.released = true;
+    const waiter = member.waiter;
+    member.waiter = undefined;
+    waiter?.reject(error);
+  }
+
+  /**
+   * The group holding exactly `members` in this order: `current` itself when it already does, else
+   * a new one with every member's real columns copied right-aligned into `max(length)` columns.
+   */
+  private regroup(current: Group | undefined, members: Sequence[]): Group {
+    if (current && current.members.length === members.length && current.members.every((member, index) => member === members[index]))
+      return current;
+    const { layers, kvHeads, headDim } = this.model.manifest;
+    const columns = Math.max(0, ...members.map((member) => member.length));
+    const rows = members.length;
+    const tensors = Array.from({ length: 2 * layers }, () => new Float32Array(rows * kvHeads * columns * headDim));
+    members.forEach((member, row) => {
+      const source = member.group;
+      if (source && member.length > 0) {
+        const runs = realRuns(member.mask);
+        const offset = columns - member.length;
+        for (let tensor = 0; tensor < 2 * layers; tensor += 1) {
+          const from = source.tensors[tensor]!;
+          const to = tensors[tensor]!;
+          for (let head = 0; head < kvHeads; head += 1) {
+            const fromBase = (member.row * kvHeads + head) * source.columns * headDim;
+            const toBase = ((row * kvHeads + head) * columns + offset) * headDim;
+            let written = 0;
+            for (const [start, end] of runs) {
+              to.set(from.subarray(fromBase + start * headDim, fromBase + end * headDim), toBase + written * headDim);
+              written += end - start;
+            }
+          }
+        }
+      }
+      member.mask = new Uint8Array(columns);
+      member.mask.fill(1, columns - member.length);
+    });
+    const group: Group = { members, columns, tensors };
+    members.forEach((member, row) => {
+      member.group = group;
+      member.row = row;
+    });
+    return group;
+  }
+
+  /** One session run of `group` with each row's new tokens left-padded to the widest; the group takes the grown cache. */
+  private async run(
+    kind: RunReport['kind'],
+    group: Group,
+    tokens: number[][],
+    logitsPositions: number[],
+    active: number,
+  ): Promise<Float32Array> {
+    const rows = group.members.length;
+    const newTokens = Math.max(1, ...tokens.map((row) => row.length));
+    const total = group.columns + newTokens;
+    const tokenIds = new BigInt64Array(rows * newTokens);
+    const positionIds = new BigInt64Array(rows * newTokens);
+    const attentionMask = new BigInt64Array(rows * total);
+    const masks: Uint8Array[] = [];
+    group.members.forEach((member, row) => {
+      const own = tokens[row]!;
+      const padding = newTokens - own.length;
+      const mask = new Uint8Array(total);
+      mask.set(member.mask);
+      for (let index = 0; index < newTokens; index += 1) {
+        const real = index >= padding;
+        tokenIds[row * newTokens + index] = BigInt(real ? own[index - padding]! : 0);
+        positionIds[row * newTokens + index] = BigInt(member.length + Math.max(0, index - padding));
+        if (real) mask[group.columns + index] = 1;
+      }
+      for (let column = 0; column < total; column += 1) attentionMask[row * total + column] = BigInt(mask[column]!);
+      masks.push(mask);
+    });
+    const started = performance.now();
+    const output = await this.model.runBatch({
+      rows,
+      newTokens,
+      pastLength: group.columns,
+      tokenIds,
+      attentionMask,
+      positionIds,
+      logitsPositions,
+      past: group.tensors,
+    });
+    const ms = performance.now() - started;
+    // The grown cache replaces the group's in place: same members, same rows.
+    const grown: Group = { members: group.members, columns: total, tensors: output.present };
+    group.members.forEach((member, row) => {
+      member.group = grown;
+      member.mask = masks[row]!;
+      member.length += tokens[row]!.length;
+    });
+    if (kind === 'decode') this.decodeGroup = grown;
+    else this.prefillGroup = grown;
+    this.onRun?.({ kind, rows, active, newTokens, columns: total, ms });
+    return output.logits;
+  }
+}
+
+/** [start, end) column ranges of the ones in a mask, in order. */
+function realRuns(mask: Uint8Array): Array<[number, number]> {
+  const runs: Array<[number, number]> = [];
+  let start = -1;
+  for (let column = 0; column <= mask.length; column += 1) {
+    const real = column < mask.length && mask[column] === 1;
+    if (real && start < 0) start = column;
+    if (!real && start >= 0) {
+      runs.push([start, column]);
+      start = -1;
+    }
+  }
+  return runs;
+}
