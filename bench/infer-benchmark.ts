@@ -1,12 +1,18 @@
 /**
- * Policy inference figures for docs/BENCHMARKS.md: resident memory with the model loaded and while
- * generating, prefill and decode tokens/s for 1 and N concurrent sequences (each its own KV cache,
- * greedy decoding on the ONNX graph). Run: `longhaul bench infer --json`.
+ * Policy inference figures for docs/BENCHMARKS.md: the curve of total decode tokens/s, decode step
+ * time (each sequence's time per token) and resident memory against the number of concurrent
+ * sequences, with continuous batching (gpu/infer/batch-decoder.ts: one session run per decode step
+ * for every sequence) and, with `unbatched`, the same run before batching (each sequence its own
+ * session run per token, runs one at a time). Greedy decoding on the ONNX graph; all sequences are
+ * prefilled first, then decode together, so the decode figures are not mixed with prefill.
+ * Run: `longhaul bench infer --json`.
  */
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { BatchDecoder, type RunReport } from '../gpu/infer/batch-decoder.js';
 import { OnnxModel, type ExecutionProvider, type KeyValueCache } from '../gpu/infer/onnx-model.js';
 import { readManifest } from '../gpu/infer/model-files.js';
 import { BpeTokenizer } from '../gpu/infer/tokenizer.js';
-import path from 'node:path';
 
 export interface InferBenchmarkOptions {
   readonly modelDir: string;
@@ -15,18 +21,30 @@ export interface InferBenchmarkOptions {
   readonly concurrency: readonly number[];
   readonly threads: number;
   readonly executionProvider: ExecutionProvider;
+  /** Also measure the curve without batching (the policy before continuous batching), in the same run. */
+  readonly unbatched: boolean;
   readonly log?: (line: string) => void;
 }
 
-export interface ConcurrencyFigures {
-  readonly sequences: number;
-  readonly prefill_tokens_per_s: number;
+export interface CurvePoint {
+  readonly concurrency: number;
+  /** Decode tokens of all sequences per second of the decode phase. */
   readonly decode_tokens_per_s: number;
-  readonly decode_ms_per_step_p50: number;
+  /** Median time of one decode step: a batched run, or one sequence's run unbatched (per-sequence latency is this × sequences unbatched). */
+  readonly p50_step_ms: number;
+  /** Median time between two tokens of one sequence. */
+  readonly p50_token_interval_ms: number;
+  /** Process CPU time (all threads) per decode token: the work a token costs, less sensitive to other load than wall time. */
+  readonly decode_cpu_ms_per_token: number;
+  /** Prompt tokens of all sequences per second of the prefill phase. */
+  readonly prefill_tokens_per_s: number;
+  /** Peak resident memory of the process while this point was measured. */
+  readonly rss_mb: number;
 }
 
 const megabytes = (bytes: number) => Math.round(bytes / 1048576);
 const round = (value: number, digits = 1) => Math.round(value * 10 ** digits) / 10 ** digits;
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
 
 function argmax(row: Float32Array): number {
   let best = 0;
@@ -42,43 +60,121 @@ function promptIds(tokenizer: BpeTokenizer, count: number, sequence: number): nu
   return ids.slice(0, count);
 }
 
-async function runSequence(model: OnnxModel, prompt: number[], decode: number, steps: number[]): Promise<{ prefillMs: number }> {
-  const started = performance.now();
-  const prefill = await model.step(prompt, model.emptyCache());
-  const prefillMs = performance.now() - started;
-  let logits = prefill.logits;
-  let token = argmax(model.row(logits, 0));
-  let kv: KeyValueCache = prefill.cache;
-  for (let step = 0; step < decode; step += 1) {
-    const stepStarted = performance.now();
-    ({ logits, cache: kv } = await model.step([token], kv));
-    steps.push(performance.now() - stepStarted);
-    token = argmax(model.row(logits, 0));
+/** Peak RSS sampled every 20 ms between `start` and `stop`. */
+class RssPeak {
+  private peak = 0;
+  private timer: NodeJS.Timeout | undefined;
+  start(): void {
+    this.peak = process.memoryUsage().rss;
+    this.timer = setInterval(() => {
+      this.peak = Math.max(this.peak, process.memoryUsage().rss);
+    }, 20);
   }
-  return { prefillMs };
+  stop(): number {
+    clearInterval(this.timer);
+    return Math.max(this.peak, process.memoryUsage().rss);
+  }
 }
 
-async function measure(
+/** `sequences` prompts prefilled together, then decoded together by the batch decoder. */
+async function measureBatched(
   model: OnnxModel,
-  tokenizer: BpeTokenizer,
-  options: InferBenchmarkOptions,
-  sequences: number,
-): Promise<ConcurrencyFigures> {
-  const prompts = Array.from({ length: sequences }, (_, index) => promptIds(tokenizer, options.promptTokens, index));
-  // Prefill alone (all sequences at once), then prefill + decode; decode throughput from the difference.
-  let started = performance.now();
-  await Promise.all(prompts.map((prompt) => model.step(prompt, model.emptyCache())));
-  const prefillSeconds = (performance.now() - started) / 1000;
-  const steps: number[] = [];
-  started = performance.now();
-  await Promise.all(prompts.map((prompt) => runSequence(model, prompt, options.decodeTokens, steps)));
-  const decodeSeconds = Math.max(1e-9, (performance.now() - started) / 1000 - prefillSeconds);
-  steps.sort((a, b) => a - b);
+  prompts: number[][],
+  decodeTokens: number,
+): Promise<Omit<CurvePoint, 'rss_mb' | 'concurrency'>> {
+  const runs: RunReport[] = [];
+  const decoder = new BatchDecoder({ model, maxBatchSize: Math.max(32, prompts.length), onRun: (run) => runs.push(run) });
+  const intervals: number[] = [];
+  let prefilled = 0;
+  let releaseDecode!: () => void;
+  const allPrefilled = new Promise<void>((resolve) => (releaseDecode = resolve));
+  let prefillEnded = 0;
+  let cpuAtDecode = process.cpuUsage();
+  const started = performance.now();
+  const sequence = async (prompt: number[]) => {
+    const { sequence: handle, logits } = await decoder.prefill(prompt);
+    prefilled += 1;
+    if (prefilled === prompts.length) {
+      prefillEnded = performance.now();
+      cpuAtDecode = process.cpuUsage();
+      releaseDecode();
+    }
+    await allPrefilled;
+    let token = argmax(logits);
+    let last = performance.now();
+    for (let step = 0; step < decodeTokens; step += 1) {
+      token = argmax(await decoder.decode(handle, token));
+      const now = performance.now();
+      intervals.push(now - last);
+      last = now;
+    }
+    decoder.release(handle);
+  };
+  await Promise.all(prompts.map(sequence));
+  const ended = performance.now();
+  const cpu = process.cpuUsage(cpuAtDecode);
+  await decoder.close();
+  const prefillTokens = prompts.reduce((sum, prompt) => sum + prompt.length, 0);
   return {
-    sequences,
-    prefill_tokens_per_s: round((sequences * options.promptTokens) / prefillSeconds),
-    decode_tokens_per_s: round((sequences * options.decodeTokens) / decodeSeconds),
-    decode_ms_per_step_p50: round(steps[Math.floor(steps.length / 2)] ?? 0),
+    decode_tokens_per_s: round((prompts.length * decodeTokens) / ((ended - prefillEnded) / 1000)),
+    p50_step_ms: round(median(runs.filter((run) => run.kind === 'decode').map((run) => run.ms))),
+    p50_token_interval_ms: round(median(intervals)),
+    decode_cpu_ms_per_token: round((cpu.user + cpu.system) / 1000 / (prompts.length * decodeTokens)),
+    prefill_tokens_per_s: round(prefillTokens / ((prefillEnded - started) / 1000)),
+  };
+}
+
+/** Before batching: each sequence its own cache and its own session run per token (runs serialised in OnnxModel). */
+async function measureUnbatched(
+  model: OnnxModel,
+  prompts: number[][],
+  decodeTokens: number,
+): Promise<Omit<CurvePoint, 'rss_mb' | 'concurrency'>> {
+  const steps: number[] = [];
+  const intervals: number[] = [];
+  let previousEnd = 0;
+  let prefilled = 0;
+  let releaseDecode!: () => void;
+  const allPrefilled = new Promise<void>((resolve) => (releaseDecode = resolve));
+  let prefillEnded = 0;
+  let cpuAtDecode = process.cpuUsage();
+  const started = performance.now();
+  const sequence = async (prompt: number[]) => {
+    const prefill = await model.step(prompt, model.emptyCache());
+    previousEnd = performance.now();
+    prefilled += 1;
+    if (prefilled === prompts.length) {
+      prefillEnded = performance.now();
+      cpuAtDecode = process.cpuUsage();
+      releaseDecode();
+    }
+    await allPrefilled;
+    let token = argmax(model.row(prefill.logits, 0));
+    let cache: KeyValueCache = prefill.cache;
+    let last = performance.now();
+    for (let step = 0; step < decodeTokens; step += 1) {
+      const stepStarted = performance.now();
+      const next = await model.step([token], cache);
+      const now = performance.now();
+      // Runs are serialised: this one ran from when it was asked or the previous run ended, whichever is later.
+      steps.push(now - Math.max(stepStarted, previousEnd));
+      previousEnd = now;
+      intervals.push(now - last);
+      last = now;
+      cache = next.cache;
+      token = argmax(model.row(next.logits, 0));
+    }
+  };
+  await Promise.all(prompts.map(sequence));
+  const ended = performance.now();
+  const cpu = process.cpuUsage(cpuAtDecode);
+  const prefillTokens = prompts.reduce((sum, prompt) => sum + prompt.length, 0);
+  return {
+    decode_tokens_per_s: round((prompts.length * decodeTokens) / ((ended - prefillEnded) / 1000)),
+    p50_step_ms: round(median(steps)),
+    p50_token_interval_ms: round(median(intervals)),
+    decode_cpu_ms_per_token: round((cpu.user + cpu.system) / 1000 / (prompts.length * decodeTokens)),
+    prefill_tokens_per_s: round(prefillTokens / ((prefillEnded - started) / 1000)),
   };
 }
 
@@ -86,27 +182,34 @@ export async function runInferBenchmark(options: InferBenchmarkOptions) {
   const log = options.log ?? (() => undefined);
   const manifest = readManifest(options.modelDir);
   const before = process.memoryUsage().rss;
-  let peak = before;
-  const sampler = setInterval(() => {
-    peak = Math.max(peak, process.memoryUsage().rss);
-  }, 20);
+  const tokenizer = BpeTokenizer.fromFile(path.join(options.modelDir, 'tokenizer.json'));
+  const model = await OnnxModel.load({
+    modelDir: options.modelDir,
+    manifest,
+    threads: options.threads,
+    executionProviders: [options.executionProvider],
+  });
   try {
-    const tokenizer = BpeTokenizer.fromFile(path.join(options.modelDir, 'tokenizer.json'));
-    const model = await OnnxModel.load({
-      modelDir: options.modelDir,
-      manifest,
-      threads: options.threads,
-      executionProviders: [options.executionProvider],
-    });
     const loaded = process.memoryUsage().rss;
     log(`loaded ${manifest.name} (${model.executionProvider}); RSS ${megabytes(loaded)} MiB`);
-    await model.step(promptIds(tokenizer, 16, 99), model.emptyCache());
-    const figures: ConcurrencyFigures[] = [];
+    await model.step(promptIds(tokenizer, 16, 99), model.emptyCache()); // warm-up
+    const curves: Record<'batched' | 'unbatched', CurvePoint[]> = { batched: [], unbatched: [] };
+    const modes = options.unbatched ? (['unbatched', 'batched'] as const) : (['batched'] as const);
     for (const sequences of options.concurrency) {
-      figures.push(await measure(model, tokenizer, options, sequences));
-      log(`${sequences} sequence(s): ${JSON.stringify(figures[figures.length - 1])}`);
+      const prompts = Array.from({ length: sequences }, (_, index) => promptIds(tokenizer, options.promptTokens, index));
+      for (const mode of modes) {
+        const rss = new RssPeak();
+        rss.start();
+        const figures =
+          mode === 'batched'
+            ? await measureBatched(model, prompts, options.decodeTokens)
+            : await measureUnbatched(model, prompts, options.decodeTokens);
+        const point: CurvePoint = { concurrency: sequences, ...figures, rss_mb: megabytes(rss.stop()) };
+        curves[mode].push(point);
+        log(`${mode} ${sequences} sequence(s): ${JSON.stringify(point)}`);
+      }
     }
-    await model.close();
+    const batched1 = curves.batched[0]?.decode_tokens_per_s ?? 0;
     return {
       model: manifest.name,
       parameters: manifest.parameters,
@@ -114,10 +217,25 @@ export async function runInferBenchmark(options: InferBenchmarkOptions) {
       threads: options.threads,
       prompt_tokens: options.promptTokens,
       decode_tokens: options.decodeTokens,
-      rss_mb: { before_load: megabytes(before), after_load: megabytes(loaded), peak: megabytes(peak) },
-      concurrency: figures,
+      load_average: await loadAverage(),
+      rss_mb: { before_load: megabytes(before), after_load: megabytes(loaded) },
+      curve: curves.batched,
+      ...(options.unbatched ? { unbatched_curve: curves.unbatched } : {}),
+      speedup_over_first: curves.batched.map((point) => ({
+        concurrency: point.concurrency,
+        times: batched1 > 0 ? round(point.decode_tokens_per_s / batched1, 2) : null,
+      })),
     };
   } finally {
-    clearInterval(sampler);
+    await model.close();
+  }
+}
+
+/** /proc/loadavg's three averages where there is one (the machine is shared: figures come with their load). */
+async function loadAverage(): Promise<number[] | null> {
+  try {
+    return (await readFile('/proc/loadavg', 'utf8')).split(' ').slice(0, 3).map(Number);
+  } catch {
+    return null;
   }
 }

@@ -8,16 +8,21 @@ import { preparedModelDir } from './model.command.js';
 
 /** `longhaul bench infer`: registered in bench.command.ts's table of benchmarks. */
 export const inferBenchmark = {
-  summary: 'policy inference: RSS with SmolLM2-135M loaded, prefill and decode tokens/s at 1 and 8 sequences',
-  usage: `longhaul bench infer [--model-dir DIR] [--tiny] [--prompt-tokens N] [--decode-tokens N] [--concurrency 1,8] [--json]
+  summary: 'policy inference: total decode tokens/s, step time and RSS against concurrent sequences (continuous batching)',
+  usage: `longhaul bench infer [--model-dir DIR] [--tiny] [--prompt-tokens N] [--decode-tokens N] [--concurrency 1,2,4,8,16,32] [--unbatched] [--json]
 
   Uses the prepared SmolLM2-135M-Instruct (longhaul model prepare --no-publish builds it) unless --model-dir
   or --tiny. Threads and execution provider come from LONGHAUL_ONNX_THREADS / LONGHAUL_ONNX_EXECUTION_PROVIDER.
+  For each concurrency, that many sequences are prefilled together, then decode together with
+  continuous batching (one session run per step for all of them).
 
   --prompt-tokens N   prompt length per sequence (default 512)
   --decode-tokens N   greedy tokens decoded per sequence after the prompt (default 64)
-  --concurrency LIST  concurrent sequences to measure (default 1,8)
-  --json              last line: {"model","rss_mb":{"before_load","after_load","peak"},"concurrency":[{"sequences","prefill_tokens_per_s","decode_tokens_per_s","decode_ms_per_step_p50"}],…}`,
+  --concurrency LIST  comma-separated numbers of concurrent sequences (default 1,2,4,8,16,32)
+  --unbatched         also measure each point without batching (one session run per sequence and token,
+                      as before continuous batching), side by side in the same run: "unbatched_curve"
+  --json              last line: {"curve":[{"concurrency","decode_tokens_per_s","p50_step_ms","p50_token_interval_ms",
+                      "decode_cpu_ms_per_token","prefill_tokens_per_s","rss_mb"}],"unbatched_curve":[…],"load_average",…}`,
   async run(args: string[]): Promise<number> {
     const { values } = parseFlags(args, {
       'model-dir': { type: 'string' },
@@ -25,22 +30,28 @@ export const inferBenchmark = {
       'prompt-tokens': { type: 'string' },
       'decode-tokens': { type: 'string' },
       concurrency: { type: 'string' },
+      unbatched: { type: 'boolean' },
       json: { type: 'boolean' },
     });
+    const concurrency = (values.concurrency ?? '1,2,4,8,16,32')
+      .split(',')
+      .map((part) => integerFlag(part.trim(), 'concurrency', 1, 1, 256));
+    const promptTokens = integerFlag(values['prompt-tokens'], 'prompt-tokens', 512, 1, 8192);
+    const decodeTokens = integerFlag(values['decode-tokens'], 'decode-tokens', 64, 1, 8192);
     const settings = config();
     const modelDir = path.resolve(values['model-dir'] ?? preparedModelDir(settings.home, values.tiny === true));
     if (!fs.existsSync(modelDir))
       throw new UsageError(
         `--model-dir: "${modelDir}" does not exist (run longhaul model prepare${values.tiny ? ' --tiny' : ''} --no-publish)`,
       );
-    const concurrency = (values.concurrency ?? '1,8').split(',').map((part) => integerFlag(part.trim(), 'concurrency', 1, 1, 256));
     const result = await runInferBenchmark({
       modelDir,
       concurrency,
       threads: settings.policy.threads,
       executionProvider: settings.policy.executionProvider,
-      promptTokens: integerFlag(values['prompt-tokens'], 'prompt-tokens', 512, 1, 8192),
-      decodeTokens: integerFlag(values['decode-tokens'], 'decode-tokens', 64, 1, 8192),
+      promptTokens,
+      decodeTokens,
+      unbatched: values.unbatched === true,
       log: (line) => console.error(line),
     });
     console.log(JSON.stringify(result));
