@@ -65,7 +65,7 @@ describe('continuous batching in the onnx policy (tiny model)', () => {
   });
 
   it('lets sequences join a running batch between steps and leave it when done', async () => {
-    const alone = [];
+    const alone: GenerateResult[] = [];
     for (const request of requests.slice(0, 3)) alone.push(await backend.generate(request));
     runs.length = 0;
     // The second starts after the first has 3 tokens, the third after the second has 2.
@@ -116,11 +116,12 @@ describe('continuous batching in the onnx policy (tiny model)', () => {
     assert.equal(backend.contextWindow, 8192);
     const alone = await backend.generate(requests[0]!);
     const tooLongPrompt = 'word '.repeat(9000);
-    const [good, longPrompt, tooManyTokens, forcedTooLong] = await Promise.allSettled([
+    const [good, longPrompt, tooManyTokens, forcedTooLong, emptyStop] = await Promise.allSettled([
       backend.generate(requests[0]!),
       backend.generate({ prompt: tooLongPrompt, maxNewTokens: 4 }),
       backend.generate({ prompt: prompts[1]!, maxNewTokens: 9000 }),
       backend.generate({ prompt: prompts[1]!, maxNewTokens: 1, forcedText: tooLongPrompt }),
+      backend.generate({ prompt: prompts[1]!, maxNewTokens: 4, stop: ['.', ''] }),
     ]);
     assert.equal(good.status, 'fulfilled');
     assertSameGeneration(good.value, alone, 'good request beside bad ones');
@@ -143,6 +144,7 @@ describe('continuous batching in the onnx policy (tiny model)', () => {
       reason(forcedTooLong),
       /^forcedText: \d+ prompt tokens \+ \d+ forced tokens exceed the model's context window of 8192 tokens/,
     );
+    assert.equal(reason(emptyStop), 'stop.1: Too small: expected string to have >=1 characters');
   });
 
   it('scores forced text while other sequences decode', async () => {
@@ -154,5 +156,31 @@ describe('continuous batching in the onnx policy (tiny model)', () => {
     ]);
     assertSameGeneration(scored, scoredAlone, 'forced text in a batch');
     assert.equal(decoded.tokenIds.length > 0, true);
+  });
+
+  it('keeps at most maxBatchSize sequences in a decode run; the others wait for a row', async () => {
+    const small: RunReport[] = [];
+    const limited = await createOnnxBackend({
+      modelDir: await tinyModelDir(),
+      version: 1,
+      threads: 1,
+      maxBatchSize: 2,
+      onRun: (run) => small.push(run),
+    });
+    try {
+      const alone: GenerateResult[] = [];
+      for (const request of requests.slice(0, 4)) alone.push(await limited.generate(request));
+      small.length = 0;
+      const batched = await Promise.all(requests.slice(0, 4).map((request) => limited.generate(request)));
+      batched.forEach((result, index) => assertSameGeneration(result, alone[index]!, `sequence ${index} (batch of at most 2)`));
+      const decodeRuns = small.filter((run) => run.kind === 'decode');
+      assert.ok(
+        decodeRuns.every((run) => run.rows <= 2),
+        `rows ${decodeRuns.map((run) => run.rows).join(',')}`,
+      );
+      assert.ok(decodeRuns.some((run) => run.active === 2));
+    } finally {
+      await limited.close();
+    }
   });
 });
