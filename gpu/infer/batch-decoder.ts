@@ -3,8 +3,9 @@
  * decode step, so the 135 M weights are read once per step for the whole batch instead of once per
  * sequence. Sequences join and leave between steps. The batch's key/value cache is one padded
  * tensor per layer ([rows, kvHeads, columns, headDim]) with a per-row mask of the columns that hold
- * real tokens; when the membership changes it is rebuilt, each row's real columns copied
- * right-aligned (left padding), so a row's cache never moves while it stays in the batch.
+ * real tokens. While the membership stays the same, the grown cache onnxruntime returns is fed back
+ * as it is; when it changes, the cache is rebuilt once, each row's real columns copied right-aligned
+ * (left padding) and columns no row uses dropped.
  *
  * Prompts are prefilled in chunks (`prefillChunkTokens` per sequence and run), several prompts in
  * one run, and prefill runs alternate with decode steps so a long prompt does not stall the tokens
@@ -144,11 +145,6 @@ export class BatchDecoder {
     const sequence = handle as Sequence;
     sequence.released = true;
     sequence.next = undefined;
-  }
-
-  /** Sequences decoding now (benchmarks). */
-  get activeSequences(): number {
-    return (this.decodeGroup?.members.filter((member) => !member.released).length ?? 0) + this.joining.length;
   }
 
   /** Finish the run in progress, fail everything still waiting, and refuse new work. */
