@@ -7,7 +7,15 @@
  * so `longhaul eval --reproduce` sees exactly what the original saw. The statistics and the result
  * are computed by `finishEvaluation` (activities/evaluation).
  */
-import { condition, continueAsNew, executeChild, proxyActivities, setHandler, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import {
+  condition,
+  continueAsNew,
+  executeChild,
+  proxyActivities,
+  setHandler,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
 import { activityOptions } from './contracts/activity-options.js';
 import {
   evaluationStateQuery,
@@ -60,7 +68,8 @@ export async function evaluation(raw: EvaluationInput): Promise<EvaluationOutcom
     try {
       if (await bookkeeping.evaluationQuestionDone({ resultId: input.resultId, index })) return;
       const question = await questions.loadQuestion({ datasetKey: input.datasetKey, index });
-      if (!question) throw new Error(`question ${index} of ${input.datasetKey} is missing (the set has fewer than ${input.questions} rows)`);
+      if (!question)
+        throw new Error(`question ${index} of ${input.datasetKey} is missing (the set has fewer than ${input.questions} rows)`);
       const sampleSettings: TrajectorySettings = {
         ...settings,
         options: { ...(settings.options ?? {}), seed: input.seed + index * input.k },

@@ -183,7 +183,8 @@ async function runFrozen(
         const ours = fresh[position]!;
         const stored = await store.putIfAbsent(keys[index]!, ours);
         // Another sample stored this observation first: use it (and say so), not ours.
-        results[index] = stored.observation === ours.observation && stored.ok === ours.ok ? ours : { ...stored, cacheHit: true, latencyMs: 0 };
+        results[index] =
+          stored.observation === ours.observation && stored.ok === ours.ok ? ours : { ...stored, cacheHit: true, latencyMs: 0 };
       }),
     );
   }

@@ -46,7 +46,12 @@ const storedQuestionSchema = evaluationQuestionSchema.extend({
   versionsUsed: z.array(z.number().int()),
 });
 
-async function judged(judge: Judge | undefined, question: string, golds: readonly string[], answer: string | null): Promise<EvaluationJudgement> {
+async function judged(
+  judge: Judge | undefined,
+  question: string,
+  golds: readonly string[],
+  answer: string | null,
+): Promise<EvaluationJudgement> {
   if (!judge)
     throw ApplicationFailure.nonRetryable(
       'scoreEvaluationQuestion: the evaluation asks for the LLM judge and this agent worker has none: set LONGHAUL_JUDGE_BASE_URL ' +
@@ -64,7 +69,10 @@ async function judged(judge: Judge | undefined, question: string, golds: readonl
         errorTypes.invalidInput,
       );
     // Down is not wrong: retried until the judge answers, and nothing is scored meanwhile.
-    throw ApplicationFailure.retryable(`scoreEvaluationQuestion: ${where} is unreachable or failing: ${message}. Retrying`, errorTypes.unavailable);
+    throw ApplicationFailure.retryable(
+      `scoreEvaluationQuestion: ${where} is unreachable or failing: ${message}. Retrying`,
+      errorTypes.unavailable,
+    );
   }
 }
 
@@ -144,7 +152,9 @@ export function createEvaluationActivities(deps: EvaluationDependencies): Evalua
           const batch = Array.from({ length: Math.min(32, input.questions - start) }, (_, offset) => start + offset);
           questions.push(
             ...(await Promise.all(
-              batch.map(async (index) => storedQuestionSchema.parse(await readJsonBlob(blobs, evaluationKeys.question(input.resultId, index)))),
+              batch.map(async (index) =>
+                storedQuestionSchema.parse(await readJsonBlob(blobs, evaluationKeys.question(input.resultId, index))),
+              ),
             )),
           );
         }

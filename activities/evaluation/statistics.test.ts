@@ -57,7 +57,7 @@ test('the bootstrap interval is seeded (same seed, same interval), brackets the 
   const [low, high] = bootstrapInterval(many, { seed: 42 });
   assert.ok(high - low < wide, `400 questions: ${high - low} vs 40: ${wide}`);
   // The textbook normal interval for p = 1/3, n = 40 is ±0.146; the bootstrap lands near it.
-  assert.ok(Math.abs(wide / 2 - 1.96 * Math.sqrt((1 / 3) * (2 / 3) / 40)) < 0.03, `half-width ${wide / 2}`);
+  assert.ok(Math.abs(wide / 2 - 1.96 * Math.sqrt(((1 / 3) * (2 / 3)) / 40)) < 0.03, `half-width ${wide / 2}`);
 });
 
 test('one question, or none, gives a zero-width interval; the generator stays in [0, 1)', () => {

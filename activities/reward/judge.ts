@@ -106,7 +106,10 @@ export function evaluationJudgeMessages(question: string, golds: readonly string
 }
 
 /** The text the prompt hash covers: the version and the templates with placeholders. */
-export const evaluationJudgePromptText = [evaluationJudgePromptVersion, ...evaluationJudgeMessages('{question}', ['{gold}'], '{prediction}').map((m) => `${m.role}: ${m.content}`)].join('\n');
+export const evaluationJudgePromptText = [
+  evaluationJudgePromptVersion,
+  ...evaluationJudgeMessages('{question}', ['{gold}'], '{prediction}').map((m) => `${m.role}: ${m.content}`),
+].join('\n');
 
 /** The verdict and rationale of a reply: its JSON object, else a verdict line; null when it has neither. */
 export function parseJudgement(reply: string): { score: 1 | 0; rationale: string } | null {
@@ -147,6 +150,7 @@ export async function judgeWithRationale(
   const result = await judge.backend.generate({ prompt: '', messages, maxNewTokens: evaluationJudgeMaxTokens, temperature: 0 });
   const reply = result.text.slice(0, 1000);
   const judgement = parseJudgement(result.text);
-  if (judgement === null) return { score: 0, verdict: 'none', rationale: 'the judge reply has neither a JSON verdict nor a verdict line', reply };
+  if (judgement === null)
+    return { score: 0, verdict: 'none', rationale: 'the judge reply has neither a JSON verdict nor a verdict line', reply };
   return { score: judgement.score, verdict: judgement.score === 1 ? 'correct' : 'incorrect', rationale: judgement.rationale, reply };
 }

@@ -8,7 +8,10 @@ const keyValues = (key: FrozenObservationKey) => [key.scope, key.tool, key.input
 
 export function createPgFrozenObservationStore(pool: pg.Pool): FrozenObservationStore {
   async function get(key: FrozenObservationKey): Promise<ToolResult | null> {
-    const result = await pool.query<{ result: ToolResult }>(`SELECT result FROM evaluation_observations WHERE ${keyColumns}`, keyValues(key));
+    const result = await pool.query<{ result: ToolResult }>(
+      `SELECT result FROM evaluation_observations WHERE ${keyColumns}`,
+      keyValues(key),
+    );
     return result.rows[0]?.result ?? null;
   }
   return {
@@ -20,11 +23,14 @@ export function createPgFrozenObservationStore(pool: pg.Pool): FrozenObservation
         [...keyValues(key), JSON.stringify(value)],
       );
       const stored = await get(key);
-      if (!stored) throw new Error(`evaluation_observations: the row of ${key.tool} ${key.inputKey.slice(0, 80)} vanished after its insert`);
+      if (!stored)
+        throw new Error(`evaluation_observations: the row of ${key.tool} ${key.inputKey.slice(0, 80)} vanished after its insert`);
       return stored;
     },
     async count(scope) {
-      const result = await pool.query<{ count: number }>('SELECT count(*)::int AS count FROM evaluation_observations WHERE scope = $1', [scope]);
+      const result = await pool.query<{ count: number }>('SELECT count(*)::int AS count FROM evaluation_observations WHERE scope = $1', [
+        scope,
+      ]);
       return result.rows[0]?.count ?? 0;
     },
   };

@@ -47,7 +47,10 @@ export function parseEvaluationInput(raw: unknown): NormalizedEvaluationInput {
   ]);
   const resultId = stringField(input, 'resultId', { maxLength: 120 });
   if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(resultId))
-    throw new InputError('resultId', `use letters, digits, ".", "_" and "-" (it names blobs and workflows), got ${JSON.stringify(resultId)}`);
+    throw new InputError(
+      'resultId',
+      `use letters, digits, ".", "_" and "-" (it names blobs and workflows), got ${JSON.stringify(resultId)}`,
+    );
   const k = integerField(input, 'k', { min: 1, max: 256, default: 1 });
   const concurrency = integerField(input, 'concurrency', { min: 1, max: 10_000, default: 8 });
   if (input.judge !== undefined && typeof input.judge !== 'boolean')

@@ -121,6 +121,8 @@ export function parseTrajectoryInput(raw: unknown): NormalizedTrajectoryInput {
     options: nestedField(input, 'options', parseOptions),
     rewardMetric: enumField(input, 'rewardMetric', rewardMetrics, 'f1'),
     forcedTurns: forcedTurnsField(input),
-    ...(input.frozenObservations === undefined ? {} : { frozenObservations: nestedField(input, 'frozenObservations', parseFrozenObservations) }),
+    ...(input.frozenObservations === undefined
+      ? {}
+      : { frozenObservations: nestedField(input, 'frozenObservations', parseFrozenObservations) }),
   };
 }
