@@ -155,6 +155,9 @@ export async function evaluation(raw: EvaluationInput): Promise<EvaluationOutcom
         contextMode: settings.options?.contextMode ?? 'full',
         limits: settings.limits ?? {},
         observationScope: scope,
+        // What --reproduce runs again.
+        trajectory: settings,
+        concurrency: input.concurrency,
       },
       sampling: {
         temperature: settings.options?.temperature ?? 0,
