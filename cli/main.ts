@@ -19,6 +19,7 @@ import { temporalCommand } from './commands/temporal.command.js';
 import { upCommand } from './commands/up.command.js';
 import { modelCommand } from './commands/model.command.js';
 import { serveCommand } from './commands/serve.command.js';
+import { evalCommand } from './commands/eval.command.js';
 import { datasetsCommand } from './commands/datasets.command.js';
 import { errorTypes, LonghaulError } from '../workflows/contracts/errors.js';
 
@@ -40,6 +41,7 @@ const commands: readonly Command[] = [
   benchCommand,
   modelCommand,
   serveCommand,
+  evalCommand,
   datasetsCommand,
 ];
 

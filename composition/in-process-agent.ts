@@ -13,6 +13,8 @@ import { configuredJudge } from '../infra/inference/openai.backend.js';
 import { noWeightSync } from '../infra/inference/weight-sync.js';
 import type { Config } from '../infra/config.js';
 import { createPgTrajectoryBuffer } from '../infra/postgres/buffer.pg.js';
+import { createPgEvaluationStore, searchCorpusVersion } from '../infra/postgres/evaluation-store.pg.js';
+import { createPgFrozenObservationStore } from '../infra/postgres/frozen-observation-store.pg.js';
 import { createPgSkeletonStepStore } from '../infra/postgres/skeleton-step-store.pg.js';
 import { createPgTrajectoryStore } from '../infra/postgres/trajectory-store.pg.js';
 import { connectWorker, dataConverter } from '../infra/temporal/connection.js';
@@ -56,9 +58,10 @@ export async function createInProcessAgent(options: InProcessAgentOptions): Prom
       skeletonSteps: createPgSkeletonStepStore(pool),
       buffer: createPgTrajectoryBuffer(pool),
       judge: options.judge ?? configuredJudge(config.judge),
+      evaluation: { evaluations: createPgEvaluationStore(pool), corpusVersion: () => searchCorpusVersion(pool) },
     }),
     'gpu-infer': inferenceQueueActivities({ blobs, backend, weightSync: options.weightSync ?? noWeightSync() }),
-    tools: toolsQueueActivities({ blobs, tools }),
+    tools: toolsQueueActivities({ blobs, tools, observations: createPgFrozenObservationStore(pool) }),
     // The learner and the warm start check hyperparameters here at start; a simulated trainStep comes in extraActivities.
     'gpu-train': { checkHyperparameters },
   };

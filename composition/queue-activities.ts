@@ -10,6 +10,9 @@ import { createHealthActivities } from '../activities/health.activities.js';
 import { createLearnerActivities } from '../activities/learner.activities.js';
 import type { BlobStore } from '../activities/ports/blob-store.port.js';
 import type { TrajectoryBuffer } from '../activities/ports/buffer.port.js';
+import { createEvaluationActivities } from '../activities/evaluation/evaluation.activities.js';
+import type { EvaluationResultStore } from '../activities/ports/evaluation-store.port.js';
+import type { FrozenObservationStore } from '../activities/ports/frozen-observation-store.port.js';
 import type { Judge } from '../activities/ports/judge.port.js';
 import type { PolicyBackend } from '../activities/ports/policy.port.js';
 import type { SkeletonStepStore } from '../activities/ports/skeleton-step-store.port.js';
@@ -25,6 +28,8 @@ import { materializePolicyVersion } from '../gpu/infer/policy-store.js';
 import type { Config } from '../infra/config.js';
 import { configuredJudge } from '../infra/inference/openai.backend.js';
 import { createWeightSync } from '../infra/inference/weight-sync.js';
+import { createPgEvaluationStore, searchCorpusVersion } from '../infra/postgres/evaluation-store.pg.js';
+import { createPgFrozenObservationStore } from '../infra/postgres/frozen-observation-store.pg.js';
 import { enginePython } from '../infra/services/binaries.js';
 import { openSearchDatabase } from '../infra/search/open.js';
 import { createPgToolCallStore } from '../infra/search/tool-call-store.pg.js';
@@ -41,8 +46,11 @@ export function agentQueueActivities(deps: {
   skeletonSteps: SkeletonStepStore;
   buffer: TrajectoryBuffer;
   judge?: Judge | undefined;
+  /** The evaluation workflow's stores (absent: its activities are not served). */
+  evaluation?: { evaluations: EvaluationResultStore; corpusVersion: () => Promise<string> };
 }) {
   return {
+    ...(deps.evaluation ? createEvaluationActivities({ blobs: deps.blobs, judge: deps.judge, ...deps.evaluation }) : {}),
     ...createHealthActivities('agent'),
     ...createSkeletonActivities({ blobs: deps.blobs, steps: deps.skeletonSteps }),
     ...createFinishActivities({ blobs: deps.blobs, trajectories: deps.trajectories, ...(deps.judge ? { judge: deps.judge } : {}) }),
@@ -61,9 +69,17 @@ export function inferenceQueueActivities(deps: { blobs: BlobStore; backend: Poli
   };
 }
 
-/** tools: a turn's tool calls, over a tool runner (the registry's, or a scripted one). */
-export function toolsQueueActivities(deps: { blobs: BlobStore; tools: Pick<ToolActivities, 'runTools'> & Partial<ToolActivities> }) {
-  return { ...createHealthActivities('tools'), ...deps.tools, ...createTurnToolActivities({ blobs: deps.blobs, tools: deps.tools }) };
+/** tools: a turn's tool calls, over a tool runner (the registry's, or a scripted one), and the frozen observations of evaluations. */
+export function toolsQueueActivities(deps: {
+  blobs: BlobStore;
+  tools: Pick<ToolActivities, 'runTools'> & Partial<ToolActivities>;
+  observations?: FrozenObservationStore;
+}) {
+  return {
+    ...createHealthActivities('tools'),
+    ...deps.tools,
+    ...createTurnToolActivities({ blobs: deps.blobs, tools: deps.tools, observations: deps.observations }),
+  };
 }
 
 export interface QueueActivities {
@@ -78,7 +94,11 @@ export async function workerActivities(role: QueueRole, settings: Config, blobs:
       const services = openServices(settings, { poolSize: 10 });
       const judge = configuredJudge(settings.judge);
       const { trajectories, skeletonSteps, buffer } = services;
-      return { activities: agentQueueActivities({ blobs, trajectories, skeletonSteps, buffer, judge }), close: () => services.close() };
+      const evaluation = { evaluations: createPgEvaluationStore(services.pool), corpusVersion: () => searchCorpusVersion(services.pool) };
+      return {
+        activities: agentQueueActivities({ blobs, trajectories, skeletonSteps, buffer, judge, evaluation }),
+        close: () => services.close(),
+      };
     }
     case 'gpu-infer': {
       const services = openServices(settings, { poolSize: 2 });
@@ -108,7 +128,7 @@ export async function workerActivities(role: QueueRole, settings: Config, blobs:
         cacheTtlMs: settings.tools.cacheTtlSeconds * 1000,
       });
       return {
-        activities: toolsQueueActivities({ blobs, tools }),
+        activities: toolsQueueActivities({ blobs, tools, observations: createPgFrozenObservationStore(pool) }),
         close: async () => {
           await registry.close();
           await pool.end();

@@ -3,3 +3,4 @@ export { skeletonTrajectory, payloadRoundTrip } from './skeleton.workflow.js';
 export { trajectory } from './trajectory.workflow.js';
 export { learner } from './learner.workflow.js';
 export { warmStart } from './warm-start.workflow.js';
+export { evaluation } from './evaluation.workflow.js';

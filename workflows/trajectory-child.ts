@@ -35,6 +35,7 @@ export function childTrajectoryInput(request: ChildTrajectoryRequest): Trajector
     options: { ...(settings?.options ?? {}), seed: (settings?.options?.seed ?? 0) + request.sample },
     ...(settings?.rewardMetric ? { rewardMetric: settings.rewardMetric } : {}),
     ...(request.forcedTurns ? { forcedTurns: request.forcedTurns } : {}),
+    ...(settings?.frozenObservations ? { frozenObservations: settings.frozenObservations } : {}),
   };
 }
 

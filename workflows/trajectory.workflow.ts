@@ -163,7 +163,12 @@ export async function trajectory(raw: TrajectoryInput): Promise<TrajectoryResult
       const result = await generateWithInterrupts();
       const { action } = result;
       if (action.kind === 'tools')
-        await act.runTurnTools({ trajectoryId, turn: state.turn, maxObservationChars: input.options.maxObservationChars });
+        await act.runTurnTools({
+          trajectoryId,
+          turn: state.turn,
+          maxObservationChars: input.options.maxObservationChars,
+          ...(input.frozenObservations ? { frozen: input.frozenObservations } : {}),
+        });
       const repeats = result.actionKey === state.lastActionKey ? state.repeats + 1 : 1;
       state = {
         ...state,

@@ -4,11 +4,15 @@
  * that completed never runs again. Workflow history gets small summaries only.
  */
 import { CancelledFailure } from '@temporalio/common';
-import { Context } from '@temporalio/activity';
+import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { BlobStore } from '../ports/blob-store.port.js';
 import { generatedTokenCount, type GenerateResult, type PolicyBackend } from '../ports/policy.port.js';
 import type { ParsedAction } from '../../workflows/contracts/trajectory.contract.js';
-import type { ToolActivities } from '../../workflows/contracts/tools.contract.js';
+import type { ToolActivities, ToolCall, ToolResult } from '../../workflows/contracts/tools.contract.js';
+import type { FrozenObservations } from '../../workflows/contracts/trajectory.contract.js';
+import { errorTypes } from '../../workflows/contracts/errors.js';
+import type { FrozenObservationStore } from '../ports/frozen-observation-store.port.js';
+import { defaultCacheKey } from '../tools/registry.js';
 import type {
   GenerateTurnInput,
   GenerateTurnResult,
@@ -148,8 +152,55 @@ export function createGenerateTurnActivities(dependencies: AgentTurnDependencies
   };
 }
 
-/** runTurnTools runs on the tools queue and wraps the tool registry's runTools. */
-export function createTurnToolActivities({ blobs, tools }: { blobs: BlobStore; tools: Pick<ToolActivities, 'runTools'> }) {
+/**
+ * A turn's calls through the frozen observations of an evaluation: each stored observation is
+ * reused as it was (cacheHit), the others run once and are stored, first writer wins, so concurrent
+ * samples asking the same thing and a later reproduction all see one observation.
+ */
+async function runFrozen(
+  store: FrozenObservationStore,
+  tools: Pick<ToolActivities, 'runTools'>,
+  input: RunTurnToolsInput & { frozen: FrozenObservations },
+  calls: readonly ToolCall[],
+): Promise<ToolResult[]> {
+  const keys = calls.map((call) => ({
+    scope: input.frozen.scope,
+    tool: call.tool,
+    inputKey: `${defaultCacheKey(call.input)}#${input.maxObservationChars}`,
+    corpusVersion: input.frozen.corpusVersion,
+  }));
+  const found = await Promise.all(keys.map((key) => store.get(key)));
+  const results: (ToolResult | null)[] = found.map((result) => (result ? { ...result, cacheHit: true, latencyMs: 0 } : null));
+  const missing = results.flatMap((result, index) => (result === null ? [index] : []));
+  if (missing.length > 0) {
+    const fresh = await tools.runTools({
+      key: `${input.trajectoryId}/turn-${input.turn}/frozen-${missing.join('-')}`,
+      calls: missing.map((index) => calls[index]!),
+      maxObservationChars: input.maxObservationChars,
+    });
+    await Promise.all(
+      missing.map(async (index, position) => {
+        const ours = fresh[position]!;
+        const stored = await store.putIfAbsent(keys[index]!, ours);
+        // Another sample stored this observation first: use it (and say so), not ours.
+        results[index] =
+          stored.observation === ours.observation && stored.ok === ours.ok ? ours : { ...stored, cacheHit: true, latencyMs: 0 };
+      }),
+    );
+  }
+  return results.map((result) => result!);
+}
+
+/** runTurnTools runs on the tools queue and wraps the tool registry's runTools (through the frozen observations when asked). */
+export function createTurnToolActivities({
+  blobs,
+  tools,
+  observations,
+}: {
+  blobs: BlobStore;
+  tools: Pick<ToolActivities, 'runTools'>;
+  observations?: FrozenObservationStore | undefined;
+}) {
   return {
     async runTurnTools(input: RunTurnToolsInput): Promise<ToolCallSummary[]> {
       const key = transcriptKeys.tools(input.trajectoryId, input.turn);
@@ -158,11 +209,20 @@ export function createTurnToolActivities({ blobs, tools }: { blobs: BlobStore; t
         const generation = await readJson<GenerationRecord>(blobs, transcriptKeys.generation(input.trajectoryId, input.turn));
         if (!generation || generation.action.kind !== 'tools')
           throw new Error(`turn ${input.turn} of ${input.trajectoryId} has no tool calls to run`);
-        const results = await tools.runTools({
-          key: `${input.trajectoryId}/turn-${input.turn}`,
-          calls: generation.action.calls,
-          maxObservationChars: input.maxObservationChars,
-        });
+        const { frozen } = input;
+        if (frozen && !observations)
+          throw ApplicationFailure.nonRetryable(
+            'runTurnTools: frozen observations were asked for and this tools worker has no store for them (build it with an observation store)',
+            errorTypes.invalidInput,
+          );
+        const results =
+          frozen && observations
+            ? await runFrozen(observations, tools, { ...input, frozen }, generation.action.calls)
+            : await tools.runTools({
+                key: `${input.trajectoryId}/turn-${input.turn}`,
+                calls: generation.action.calls,
+                maxObservationChars: input.maxObservationChars,
+              });
         record = { turn: input.turn, results };
         await writeJson(blobs, key, record);
       }

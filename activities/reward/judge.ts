@@ -79,3 +79,78 @@ export async function judgeAnswer(
     };
   return { score: verdict, verdict: verdict === 1 ? 'correct' : 'incorrect', ...asked };
 }
+
+/**
+ * The evaluation judge's prompt, versioned: change the text, change the version. Its hash (over the
+ * version and both messages' templates) is stored with each evaluation result, so results graded by
+ * different prompts are never compared unawares. It asks for a JSON verdict with a rationale.
+ */
+export const evaluationJudgePromptVersion = 'longhaul.eval-judge/1';
+const evaluationJudgeSystem =
+  'You grade answers to questions. Decide whether the predicted answer means the same as any gold answer ' +
+  '(aliases, spelling variants and added detail that does not contradict are fine; a different entity or number is not). ' +
+  'Reply with one JSON object and nothing else: {"verdict": "correct" or "incorrect", "rationale": "one short sentence"}.';
+
+export function evaluationJudgeMessages(question: string, golds: readonly string[], prediction: string): JudgeMessage[] {
+  return [
+    { role: 'system', content: evaluationJudgeSystem },
+    {
+      role: 'user',
+      content: [
+        `Question: ${question}`,
+        `Gold answers: ${golds.map((gold) => JSON.stringify(gold)).join(' | ')}`,
+        `Predicted answer: ${JSON.stringify(prediction)}`,
+      ].join('\n'),
+    },
+  ];
+}
+
+/** The text the prompt hash covers: the version and the templates with placeholders. */
+export const evaluationJudgePromptText = [
+  evaluationJudgePromptVersion,
+  ...evaluationJudgeMessages('{question}', ['{gold}'], '{prediction}').map((m) => `${m.role}: ${m.content}`),
+].join('\n');
+
+/** The verdict and rationale of a reply: its JSON object, else a verdict line; null when it has neither. */
+export function parseJudgement(reply: string): { score: 1 | 0; rationale: string } | null {
+  const object = /\{[\s\S]*\}/.exec(reply);
+  if (object) {
+    try {
+      const parsed = JSON.parse(object[0]) as { verdict?: unknown; rationale?: unknown };
+      const verdict = typeof parsed.verdict === 'string' ? parsed.verdict.trim().toLowerCase() : '';
+      if (verdict === 'correct' || verdict === 'incorrect')
+        return { score: verdict === 'correct' ? 1 : 0, rationale: typeof parsed.rationale === 'string' ? parsed.rationale : '' };
+    } catch {
+      /* not JSON: fall through to the verdict line */
+    }
+  }
+  const score = parseVerdict(reply);
+  return score === null ? null : { score, rationale: reply.trim().slice(0, 500) };
+}
+
+export interface EvaluationJudgement {
+  readonly score: 0 | 1;
+  readonly verdict: JudgeVerdict;
+  readonly rationale: string;
+  readonly reply?: string;
+}
+
+/** Reply length asked for by the evaluation judge: the JSON object with a one-sentence rationale. */
+const evaluationJudgeMaxTokens = 160;
+
+/** Grade `prediction` with a rationale; throws when the judge is unreachable or refuses (the caller retries or fails, never scores 0). */
+export async function judgeWithRationale(
+  judge: Judge,
+  question: string,
+  golds: readonly string[],
+  prediction: string | null,
+): Promise<EvaluationJudgement> {
+  if (prediction === null) return { score: 0, verdict: 'no answer', rationale: 'no answer to judge' };
+  const messages = evaluationJudgeMessages(question, golds, prediction);
+  const result = await judge.backend.generate({ prompt: '', messages, maxNewTokens: evaluationJudgeMaxTokens, temperature: 0 });
+  const reply = result.text.slice(0, 1000);
+  const judgement = parseJudgement(result.text);
+  if (judgement === null)
+    return { score: 0, verdict: 'none', rationale: 'the judge reply has neither a JSON verdict nor a verdict line', reply };
+  return { score: judgement.score, verdict: judgement.score === 1 ? 'correct' : 'incorrect', rationale: judgement.rationale, reply };
+}

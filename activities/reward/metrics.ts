@@ -49,6 +49,29 @@ export function tokenF1(prediction: string, golds: readonly string[]): number {
   return best;
 }
 
+/**
+ * Token F1 over token sets (ASearcher's evaluation): repeated tokens count once on both sides, so
+ * "paris paris" against "paris" is 1. `tokenF1` above is the bag-of-tokens F1 of SQuAD and FlashRAG.
+ */
+export function tokenSetF1(prediction: string, golds: readonly string[]): number {
+  const predicted = new Set(normalizeAnswer(prediction).split(' ').filter(Boolean));
+  let best = 0;
+  for (const gold of golds) {
+    const expected = new Set(normalizeAnswer(gold).split(' ').filter(Boolean));
+    if (predicted.size === 0 || expected.size === 0) {
+      best = Math.max(best, predicted.size === expected.size ? 1 : 0);
+      continue;
+    }
+    let common = 0;
+    for (const token of predicted) if (expected.has(token)) common += 1;
+    if (common === 0) continue;
+    const precision = common / predicted.size;
+    const recall = common / expected.size;
+    best = Math.max(best, (2 * precision * recall) / (precision + recall));
+  }
+  return best;
+}
+
 /** Cover-EM: a normalised gold answer appears inside the normalised prediction (on word boundaries). */
 export function coverExactMatch(prediction: string, golds: readonly string[]): number {
   const normalized = ` ${normalizeAnswer(prediction)} `;

@@ -1,7 +1,8 @@
 /**
  * A deterministic policy for tests and benchmarks, behind the real PolicyBackend port. The script
  * rides in the question: `script:{"turns":N,"answer":"…","delayMs":…,"tokenDelayMs":…,"invalidEvery":…}`.
- * It searches for N-1 turns and then answers. `tokenDelayMs` makes generation take time token by
+ * It searches for N-1 turns and then answers; the answer "@observation" answers with the first line of
+ * the last tool observation (so the answer depends on what the tools said). `tokenDelayMs` makes generation take time token by
  * token, so interruptions and kills can land mid-generation. A request's `forcedText` is the output as given.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -38,6 +39,12 @@ function turnsTaken(prompt: string): number {
   return (prompt.match(/\n<\/information>\n/g)?.length ?? 0) + (omitted ? Math.floor(Number(omitted[1]) / 2) : 0);
 }
 
+/** The first line of the last <information> block of the prompt ('' when there is none). */
+function lastObservation(prompt: string): string {
+  const blocks = [...prompt.matchAll(/<information>\n([^\n]*)/g)];
+  return blocks.length > 0 ? blocks[blocks.length - 1]![1]!.trim() : '';
+}
+
 export function createScriptedPolicy(options: { version?: () => number } = {}): PolicyBackend {
   const version = options.version ?? (() => 0);
   return {
@@ -54,7 +61,7 @@ export function createScriptedPolicy(options: { version?: () => number } = {}): 
       const text =
         request.forcedText ??
         (turn + 1 >= script.turns
-          ? `<think>done after ${turn} searches</think>\n<answer>${script.answer}</answer>`
+          ? `<think>done after ${turn} searches</think>\n<answer>${script.answer === '@observation' ? lastObservation(request.prompt) : script.answer}</answer>`
           : script.invalidEvery > 0 && (turn + 1) % script.invalidEvery === 0
             ? `<search>unclosed step ${turn}`
             : `<think>step ${turn}</think>\n<search>query ${turn}</search>`);

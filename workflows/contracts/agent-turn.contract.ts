@@ -1,5 +1,5 @@
 /** Inputs and outputs of the per-turn activities the trajectory workflow calls. Small by design. */
-import type { ContextMode, ParsedAction, Protocol, RewardMetric, StopReason } from './trajectory.contract.js';
+import type { ContextMode, FrozenObservations, ParsedAction, Protocol, RewardMetric, StopReason } from './trajectory.contract.js';
 
 export interface PromptSettings {
   readonly protocol: Protocol;
@@ -41,6 +41,8 @@ export interface RunTurnToolsInput {
   readonly trajectoryId: string;
   readonly turn: number;
   readonly maxObservationChars: number;
+  /** Look each call's observation up in (and record it to) the frozen observations of an evaluation. */
+  readonly frozen?: FrozenObservations;
 }
 
 export interface ToolCallSummary {

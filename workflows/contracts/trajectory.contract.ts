@@ -76,8 +76,20 @@ export interface TrajectoryInput {
    * scored by the policy instead of sampled; turns after the list are generated as usual.
    */
   readonly forcedTurns?: readonly string[];
+  /**
+   * Frozen tool observations (evaluations): each call's observation is looked up by (scope, tool,
+   * normalised input, corpus version) and stored on first sight, so a reproduction that names the
+   * same scope sees exactly the observations of the original.
+   */
+  readonly frozenObservations?: FrozenObservations;
   /** Internal: carried across continue-as-new. */
   readonly carried?: CarriedState;
+}
+
+export interface FrozenObservations {
+  /** Whose observations: the evaluation result that first recorded them. */
+  readonly scope: string;
+  readonly corpusVersion: string;
 }
 
 /** What a parent workflow (learner, warm start) passes through to every trajectory child it starts. */
@@ -85,6 +97,7 @@ export interface TrajectorySettings {
   readonly limits?: Partial<TrajectoryLimits>;
   readonly options?: Partial<TrajectoryOptions>;
   readonly rewardMetric?: TrajectoryInput['rewardMetric'];
+  readonly frozenObservations?: FrozenObservations;
 }
 
 /** Counters that survive continue-as-new. Small by construction. */

@@ -4,6 +4,7 @@ import {
   invalidPolicies,
   protocols,
   rewardMetrics,
+  type FrozenObservations,
   type RewardMetric,
   type TrajectoryLimits,
   type TrajectoryOptions,
@@ -33,6 +34,7 @@ export interface NormalizedTrajectoryInput {
   readonly options: TrajectoryOptions;
   readonly rewardMetric: RewardMetric;
   readonly forcedTurns: readonly string[];
+  readonly frozenObservations?: FrozenObservations;
 }
 
 function parseLimits(value: Fields): TrajectoryLimits {
@@ -85,6 +87,11 @@ function forcedTurnsField(input: Fields): string[] {
   return turns;
 }
 
+function parseFrozenObservations(value: Fields): FrozenObservations {
+  rejectUnknown(value, ['scope', 'corpusVersion']);
+  return { scope: stringField(value, 'scope', { maxLength: 200 }), corpusVersion: stringField(value, 'corpusVersion', { maxLength: 200 }) };
+}
+
 export function parseTrajectoryInput(raw: unknown): NormalizedTrajectoryInput {
   const input = objectInput(raw, 'trajectory');
   rejectUnknown(input, [
@@ -99,6 +106,7 @@ export function parseTrajectoryInput(raw: unknown): NormalizedTrajectoryInput {
     'options',
     'rewardMetric',
     'forcedTurns',
+    'frozenObservations',
     'carried',
   ]);
   return {
@@ -113,5 +121,8 @@ export function parseTrajectoryInput(raw: unknown): NormalizedTrajectoryInput {
     options: nestedField(input, 'options', parseOptions),
     rewardMetric: enumField(input, 'rewardMetric', rewardMetrics, 'f1'),
     forcedTurns: forcedTurnsField(input),
+    ...(input.frozenObservations === undefined
+      ? {}
+      : { frozenObservations: nestedField(input, 'frozenObservations', parseFrozenObservations) }),
   };
 }

@@ -1,0 +1,303 @@
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import { config } from '../../infra/config.js';
+import { repoRoot } from '../../infra/paths.js';
+import { openServices } from '../../composition/services.js';
+import { listEvaluationSets, loadQuestionSet } from '../../composition/question-sets.js';
+import { toQuestionRow, type QuestionSet } from '../../activities/question-sets/question-set.js';
+import { evaluationResultSchema, type EvaluationResult } from '../../activities/ports/evaluation-result.schema.js';
+import { createPgEvaluationStore } from '../../infra/postgres/evaluation-store.pg.js';
+import { stackUp } from '../../infra/services/stack.js';
+import {
+  evaluationKeys,
+  evaluationStateQuery,
+  evaluationWorkflowType,
+  type EvaluationInput,
+  type EvaluationOutcome,
+  type EvaluationState,
+} from '../../workflows/contracts/evaluation.contract.js';
+import { parseEvaluationInput } from '../../workflows/contracts/evaluation.input.js';
+import { taskQueueName } from '../../workflows/contracts/queues.js';
+import type { TrajectorySettings } from '../../workflows/contracts/trajectory.contract.js';
+import { integerFlag, parseFlags } from '../arguments.js';
+import { UsageError, type Command } from '../command.js';
+import { followWorkflow } from '../follow-workflow.js';
+import { preflight } from '../preflight.js';
+import { progressBar } from '../progress.js';
+
+/** The flag behind each evaluation input field, for preflight refusals. */
+const evaluationFlags = {
+  resultId: 'result-id',
+  k: 'k',
+  concurrency: 'concurrency',
+  questions: 'limit',
+  seed: 'seed',
+  runId: 'run-id',
+  'trajectory.limits.maxTurns': 'max-turns',
+  'trajectory.limits.maxNewTokensPerTurn': 'max-new-tokens',
+  'trajectory.options.temperature': 'temperature',
+  trajectory: 'trajectory',
+};
+
+/** `--dataset NAME|FILE`: a file, or a set under the data root named by its path there, with or without the extension, or its file name alone. */
+export async function resolveDataset(value: string, options: { layout?: string; strict?: boolean; limit?: number }): Promise<QuestionSet> {
+  const read = (file: string) =>
+    loadQuestionSet(file, options).catch((error: unknown) => {
+      throw new UsageError(
+        `--${options.layout !== undefined && /layout/i.test(String(error)) ? 'layout' : 'dataset'}: ${(error as Error).message}`,
+      );
+    });
+  if (fs.existsSync(value)) return read(value);
+  let sets: Awaited<ReturnType<typeof listEvaluationSets>> = [];
+  try {
+    sets = await listEvaluationSets();
+  } catch (error) {
+    throw new UsageError(`--dataset: "${value}" is no file, and no data root to look it up in (${(error as Error).message})`);
+  }
+  const bare = (name: string) => name.replace(/\.jsonl?$/i, '');
+  const matches = sets.filter((set) => set.set === value || bare(set.set) === value || bare(set.set.split('/').pop()!) === value);
+  if (matches.length === 1) return read(matches[0]!.path);
+  if (matches.length > 1)
+    throw new UsageError(
+      `--dataset: "${value}" names ${matches.length} sets (${matches.map((set) => bare(set.set)).join(', ')}); give one of these`,
+    );
+  const names = sets.map((set) => bare(set.set));
+  throw new UsageError(
+    `--dataset: "${value}" is no file and no set under the data root; sets: ${names.slice(0, 12).join(', ')}${names.length > 12 ? ', …' : ''} (longhaul datasets list)`,
+  );
+}
+
+function gitCommit(): string | undefined {
+  try {
+    return execFileSync('git', ['rev-parse', 'HEAD'], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'ignore'] })
+      .toString()
+      .trim();
+  } catch {
+    return undefined;
+  }
+}
+
+/** The contract line of `--json` (issue 11): snake_case, `f1` being the bag-of-tokens F1 (SQuAD, FlashRAG). */
+export function contractLine(outcome: EvaluationOutcome): Record<string, unknown> {
+  const withF1 = <T>(values: Readonly<Record<string, T>>) => ({
+    ...values,
+    ...(values.f1_flashrag !== undefined ? { f1: values.f1_flashrag } : {}),
+  });
+  return {
+    result_id: outcome.resultId,
+    dataset: outcome.dataset,
+    questions: outcome.questions,
+    k: outcome.k,
+    policy_version: outcome.policyVersion,
+    avg_at_k: withF1(outcome.avgAtK),
+    avg_at_k_ci95: withF1(outcome.avgAtKCi95),
+    pass_at_k: withF1(outcome.passAtK),
+    mean_turns: outcome.meanTurns,
+    mean_tool_calls: outcome.meanToolCalls,
+    stop_reasons: outcome.stopReasons,
+    seconds: outcome.seconds,
+  };
+}
+
+export const evalCommand: Command = {
+  name: 'eval',
+  summary: 'evaluate a policy version on a question set: k samples per question, Avg@k with a 95 % interval, Pass@k',
+  usage: `longhaul eval --dataset NAME|FILE [--version V] [-k K] [--limit N] [--concurrency C] [--layout L] [--strict]
+              [--judge] [--temperature T] [--seed S] [--max-turns N] [--max-new-tokens N] [--run-id ID]
+              [--result-id ID] [--json]
+longhaul eval --reproduce RESULT-ID [--json]
+
+Runs the evaluation workflow: k trajectories per question (at most C at once), each question scored
+as soon as its samples finish (exact match, F1 over token sets as ASearcher computes it, F1 over bags
+of tokens as SQuAD and FlashRAG do, cover-EM, and with --judge the LLM judge's verdict and rationale).
+It reports Avg@k (mean over questions of the mean over samples; never best-of-k) with a seeded 95 %
+bootstrap interval over questions, Pass@k (a question counts when one sample scores 1), turns, tool
+calls and stop reasons. The result is kept as the blob evaluations/<id>/result.json and a row of
+evaluation_results, with its frozen environment: dataset hash, corpus version, prompt template hash,
+tool settings, sampling and seed, policy version, judge, git commit. Tool observations are frozen
+per evaluation, so --reproduce runs the same questions with the same settings and sees the very
+observations the original saw; with greedy sampling (the default) the answers match it exactly.
+
+  --dataset NAME|FILE  a question-set file in any known layout (longhaul datasets inspect FILE), or a
+                       set under the data root by name, e.g. bamboogle or r1searcher_eval_set/bamboogle
+  --version V          policy version to evaluate (default: the latest registered)
+  -k K                 samples per question (default 1)      --limit N   the first N questions
+  --concurrency C      trajectories at once (default 8)      --seed S    base seed (default 0)
+  --temperature T      sampling temperature (default 0: greedy)
+  --judge              grade with the LLM judge too (LONGHAUL_JUDGE_BASE_URL); a judge that is down is
+                       retried until it answers, never scored 0
+  --reproduce ID       run result ID again in its frozen environment (other flags but --json are refused)
+  --json               end stdout with one JSON line: result_id, dataset, questions, k, policy_version,
+                       avg_at_k, avg_at_k_ci95, pass_at_k (metrics em, f1, f1_asearcher, f1_flashrag, cover_em, judge)
+
+Bad input (an unknown dataset or layout, k < 1, a bad limit, a version that does not exist) exits 2
+naming the flag before anything runs.`,
+  async run(args) {
+    const { values } = parseFlags(args, {
+      dataset: { type: 'string' },
+      layout: { type: 'string' },
+      strict: { type: 'boolean' },
+      version: { type: 'string' },
+      k: { type: 'string', short: 'k' },
+      limit: { type: 'string' },
+      concurrency: { type: 'string' },
+      judge: { type: 'boolean' },
+      temperature: { type: 'string' },
+      seed: { type: 'string' },
+      'max-turns': { type: 'string' },
+      'max-new-tokens': { type: 'string' },
+      'run-id': { type: 'string' },
+      'result-id': { type: 'string' },
+      reproduce: { type: 'string' },
+      json: { type: 'boolean' },
+    });
+    const resultId = values['result-id'] ?? `eval-${new Date().toISOString().replace(/[:.]/g, '-').toLowerCase()}`;
+    if (values.reproduce !== undefined) {
+      const others = Object.keys(values).filter((flag) => !['reproduce', 'json', 'result-id'].includes(flag));
+      if (others.length > 0) throw new UsageError(`--reproduce runs the original's settings; leave out --${others.join(', --')}`);
+      return runEvaluation({ reproduce: values.reproduce, resultId, json: values.json === true });
+    }
+    if (!values.dataset)
+      throw new UsageError('--dataset NAME|FILE is required (a question-set file, or a set name: longhaul datasets list)');
+    const k = integerFlag(values.k, 'k', 1, 1, 256);
+    const limit = values.limit === undefined ? undefined : integerFlag(values.limit, 'limit', 0, 1, 10_000_000);
+    const concurrency = integerFlag(values.concurrency, 'concurrency', 8, 1, 10_000);
+    const temperature = values.temperature === undefined ? 0 : Number(values.temperature);
+    if (!Number.isFinite(temperature) || temperature < 0 || temperature > 5)
+      throw new UsageError(`--temperature expects a number between 0 and 5, got "${values.temperature}"`);
+    const version = values.version === undefined ? undefined : integerFlag(values.version, 'version', 0, 0, 1_000_000_000);
+    const set = await resolveDataset(values.dataset, {
+      ...(values.layout !== undefined ? { layout: values.layout } : {}),
+      ...(values.strict ? { strict: true } : {}),
+      ...(limit !== undefined ? { limit } : {}),
+    });
+    if (set.items.length === 0) throw new UsageError(`--dataset: ${set.path} has no usable question (${set.skipped.length} rows skipped)`);
+    for (const skipped of set.skipped.slice(0, 5))
+      console.error(`  skipped ${set.path}:${skipped.line}: ${skipped.field}: ${skipped.reason}`);
+    if (set.skipped.length > 5) console.error(`  … ${set.skipped.length - 5} more rows skipped (--strict refuses the set instead)`);
+    const rows = set.items.map(toQuestionRow);
+    const text = rows.map((row) => JSON.stringify(row)).join('\n') + '\n';
+    const datasetVersion = createHash('sha256').update(text).digest('hex');
+    const trajectory: TrajectorySettings = {
+      limits: {
+        maxTurns: integerFlag(values['max-turns'], 'max-turns', 10, 1, 100_000),
+        maxNewTokensPerTurn: integerFlag(values['max-new-tokens'], 'max-new-tokens', 256, 1, 65_536),
+      },
+      options: { temperature, maxObservationChars: 2000 },
+    };
+    const input: EvaluationInput = {
+      resultId,
+      datasetKey: evaluationKeys.dataset(datasetVersion),
+      dataset: set.name,
+      datasetVersion,
+      questions: rows.length,
+      k,
+      concurrency,
+      policyVersion: version ?? 0,
+      trajectory,
+      judge: values.judge === true,
+      seed: integerFlag(values.seed, 'seed', 0, 0, 2 ** 31 - 1),
+      ...(values['run-id'] ? { runId: values['run-id'] } : {}),
+      ...(gitCommit() ? { commit: gitCommit()! } : {}),
+    };
+    preflight(() => parseEvaluationInput(input), evaluationFlags);
+    return runEvaluation({ input, text, version, json: values.json === true });
+  },
+};
+
+type EvaluationRequest =
+  | { readonly input: EvaluationInput; readonly text: string; readonly version: number | undefined; readonly json: boolean }
+  | { readonly reproduce: string; readonly resultId: string; readonly json: boolean };
+
+/** The input that runs `original` again: its questions, settings, seed, version and frozen observations. */
+export function reproductionInput(original: EvaluationResult, resultId: string): EvaluationInput {
+  const { summary, environment } = original;
+  const tools = (environment.tools ?? {}) as { trajectory?: TrajectorySettings; concurrency?: number; judge?: boolean };
+  return {
+    resultId,
+    datasetKey: evaluationKeys.dataset(summary.datasetVersion),
+    dataset: summary.dataset,
+    datasetVersion: summary.datasetVersion,
+    questions: summary.questions,
+    k: summary.k,
+    concurrency: tools.concurrency ?? 8,
+    policyVersion: summary.policyVersion,
+    trajectory: tools.trajectory ?? {},
+    judge: environment.judge !== undefined,
+    seed: environment.sampling.seed,
+    ...(summary.runId ? { runId: summary.runId } : {}),
+    reproduces: summary.reproduces ?? summary.resultId,
+    corpusVersion: environment.corpusVersion,
+    ...(environment.commit ? { commit: environment.commit } : {}),
+  };
+}
+
+async function runEvaluation(request: EvaluationRequest): Promise<number> {
+  const settings = config();
+  await stackUp(settings, { workers: true });
+  const services = openServices(settings);
+  try {
+    let input: EvaluationInput;
+    if ('reproduce' in request) {
+      const row = await createPgEvaluationStore(services.pool).get(request.reproduce);
+      if (!row) throw new UsageError(`--reproduce: no evaluation result "${request.reproduce}" (see the evaluation_results table)`);
+      const original = evaluationResultSchema.parse(JSON.parse((await services.blobs.get(row.resultKey)).toString('utf8')));
+      input = reproductionInput(original, request.resultId);
+      console.error(
+        `reproducing ${request.reproduce} as ${request.resultId} (corpus ${input.corpusVersion}, policy v${input.policyVersion})`,
+      );
+    } else {
+      const latest = await services.versions.latest();
+      if (request.version === undefined) {
+        if (!latest) throw new UsageError('--version: no policy version is registered yet; run `longhaul model prepare` first');
+      } else if (!(await services.versions.get(request.version))) {
+        throw new UsageError(
+          `--version: policy version ${request.version} is not registered (${latest ? `the latest is ${latest.version}` : 'none is; run `longhaul model prepare`'})`,
+        );
+      }
+      input = { ...request.input, policyVersion: request.version ?? latest!.version };
+      await services.blobs.put(input.datasetKey, request.text, 'application/x-ndjson');
+    }
+    const client = await services.client();
+    const workflowId = `evaluation-${input.resultId}`;
+    const handle = await client.workflow.start(evaluationWorkflowType, {
+      taskQueue: taskQueueName('agent', settings.taskQueuePrefix),
+      workflowId,
+      staticSummary: `evaluation ${input.resultId}: ${input.dataset}, ${input.questions} questions × ${input.k ?? 1}, v${input.policyVersion}`,
+      args: [input],
+    });
+    if (settings.temporal.embedded)
+      console.error(
+        `evaluation ${workflowId} · Web UI http://127.0.0.1:${settings.temporal.uiPort}/namespaces/${settings.temporal.namespace}/workflows/${workflowId}`,
+      );
+    const bar = progressBar('questions', input.questions);
+    const startedAt = Date.now();
+    const outcome = await followWorkflow<EvaluationOutcome, EvaluationState>(handle, {
+      query: evaluationStateQuery,
+      onState: (state) => {
+        const hours = (Date.now() - startedAt) / 3_600_000;
+        bar.update(state.done, `${state.inflight} trajectories running · ${hours > 0 ? (state.done / hours).toFixed(0) : 0} questions/h`);
+      },
+    });
+    bar.finish(`${outcome.seconds.toFixed(0)} s`);
+    console.log(
+      `${outcome.dataset}: ${outcome.questions} questions × ${outcome.k} samples, policy v${outcome.policyVersion} (${outcome.resultId})`,
+    );
+    for (const [metric, value] of Object.entries(outcome.avgAtK)) {
+      const [low, high] = outcome.avgAtKCi95[metric] ?? [value, value];
+      console.log(
+        `  ${metric.padEnd(13)} Avg@${outcome.k} ${(value * 100).toFixed(1)} [${(low * 100).toFixed(1)}, ${(high * 100).toFixed(1)}]  Pass@${outcome.k} ${((outcome.passAtK[metric] ?? 0) * 100).toFixed(1)}`,
+      );
+    }
+    const stops = Object.entries(outcome.stopReasons)
+      .map(([reason, count]) => `${reason} ${count}`)
+      .join(', ');
+    console.log(`  turns ${outcome.meanTurns.toFixed(2)} · tool calls ${outcome.meanToolCalls.toFixed(2)} per sample · stops: ${stops}`);
+    console.log(`  result: ${outcome.resultKey}`);
+    if (request.json) console.log(JSON.stringify(contractLine(outcome)));
+    return 0;
+  } finally {
+    await services.close();
+  }
+}
