@@ -16,8 +16,11 @@ import { createInProcessAgent } from '../composition/in-process-agent.js';
 import type { Config } from '../infra/config.js';
 import { openServices } from '../composition/services.js';
 import { repoRoot } from '../infra/paths.js';
+import { runningPid } from '../infra/services/processes.js';
 import { taskQueueName } from '../workflows/contracts/queues.js';
 import { trajectoryWorkflowType } from '../workflows/contracts/trajectory.contract.js';
+import type { WorkflowHandle } from '@temporalio/client';
+import proto from '@temporalio/proto';
 import type { GenerateTurnInput } from '../workflows/contracts/agent-turn.contract.js';
 
 const percentile = (values: number[], p: number) => {
@@ -35,6 +38,75 @@ export interface OverheadResult {
   ratio_p50: number;
   history_bytes: number;
   history_events: number;
+  /** Where a turn's time goes: p50 ms of each step between consecutive history events (DESIGN §5). */
+  breakdown_ms_p50: Record<string, number>;
+  workflow_tasks_per_turn: number;
+  /** CPU milliseconds per turn of each process on the path, baseline and Temporal phases apart. */
+  cpu_ms_per_turn: { baseline: CpuPerTurn; temporal: CpuPerTurn };
+  /** /proc/loadavg when the run started: a loaded machine inflates every figure. */
+  loadavg: string;
+}
+
+interface CpuPerTurn {
+  /** This process: workers, activities, payload codec (and the plain loop itself). */
+  benchmark: number;
+  temporal_server: number | null;
+  blob_store: number | null;
+}
+
+/** CPU time so far (ms) of this process and of the stack's Temporal server and blob store, when they run here. */
+function cpuSnapshot(home: string) {
+  const ofPid = (name: string) => {
+    const pid = runningPid(home, name);
+    if (pid === undefined) return null;
+    try {
+      const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime + stime, in clock ticks of 10 ms
+    } catch {
+      return null;
+    }
+  };
+  const own = process.cpuUsage();
+  return { benchmark: (own.user + own.system) / 1000, temporal_server: ofPid('temporal'), blob_store: ofPid('s3') };
+}
+
+function cpuPerTurn(before: ReturnType<typeof cpuSnapshot>, after: ReturnType<typeof cpuSnapshot>, turns: number): CpuPerTurn {
+  const per = (a: number | null, b: number | null) => (a === null || b === null ? null : round((b - a) / turns, 1));
+  return {
+    benchmark: round((after.benchmark - before.benchmark) / turns, 1),
+    temporal_server: per(before.temporal_server, after.temporal_server),
+    blob_store: per(before.blob_store, after.blob_store),
+  };
+}
+
+type HistoryEvent = NonNullable<Awaited<ReturnType<WorkflowHandle['fetchHistory']>>['events']>[number];
+
+const eventMs = (event: HistoryEvent) => Number(event.eventTime?.seconds ?? 0) * 1000 + (event.eventTime?.nanos ?? 0) / 1e6;
+const eventKind = (event: HistoryEvent) => {
+  const name = String(proto.temporal.api.enums.v1.EventType[event.eventType ?? 0] ?? event.eventType).replace(/^EVENT_TYPE_/, '');
+  return name.toLowerCase().replace(/_([a-z])/g, (_, letter: string) => letter.toUpperCase());
+};
+
+/**
+ * The p50 time between each pair of consecutive history events (e.g. "workflowTaskScheduled →
+ * workflowTaskStarted" is the workflow task's schedule-to-start), over the turns' events: the
+ * instrument that says whether a turn waits on the server's dispatch, the worker or the activity.
+ */
+export function historyBreakdown(events: readonly HistoryEvent[]): { breakdown: Record<string, number>; workflowTasks: number } {
+  const steps = new Map<string, number[]>();
+  let workflowTasks = 0;
+  for (let index = 1; index < events.length; index += 1) {
+    const previous = events[index - 1]!;
+    const current = events[index]!;
+    if (eventKind(current) === 'workflowTaskCompleted') workflowTasks += 1;
+    const label = `${eventKind(previous)} → ${eventKind(current)}`;
+    steps.set(label, [...(steps.get(label) ?? []), eventMs(current) - eventMs(previous)]);
+  }
+  const breakdown: Record<string, number> = {};
+  for (const [label, values] of [...steps].sort((a, b) => b[1].length - a[1].length)) {
+    if (values.length >= 3) breakdown[`${label} (×${values.length})`] = round(percentile(values, 50));
+  }
+  return { breakdown, workflowTasks };
 }
 
 export async function runOverheadBenchmark(config: Config, turns: number, log: (line: string) => void): Promise<OverheadResult> {
@@ -52,6 +124,8 @@ export async function runOverheadBenchmark(config: Config, turns: number, log: (
     const { finishTrajectory } = createFinishActivities({ blobs, trajectories: services.trajectories });
     const baselineId = `${prefix}baseline`;
     const baseline: number[] = [];
+    const loadavg = fs.readFileSync('/proc/loadavg', 'utf8').trim();
+    const baselineCpu = cpuSnapshot(config.home);
     const prompt: GenerateTurnInput['prompt'] = {
       protocol: 'tags',
       contextMode: 'full',
@@ -94,6 +168,7 @@ export async function runOverheadBenchmark(config: Config, turns: number, log: (
       rewardMetric: 'f1',
     });
 
+    const temporalCpu = cpuSnapshot(config.home);
     log(`temporal: ${turns} turns through the trajectory workflow…`);
     const client = await services.client();
     const agent = await createInProcessAgent({ config, blobs, pool, backend: policy, tools, prefix });
@@ -105,8 +180,10 @@ export async function runOverheadBenchmark(config: Config, turns: number, log: (
         args: [{ question, answers: ['done'], dataset: 'bench', limits: { maxTurns: turns } }],
       }),
     );
+    const temporalCpuEnd = cpuSnapshot(config.home);
     const history = await client.workflow.getHandle(workflowId).fetchHistory();
     const described = await client.workflow.getHandle(workflowId).describe();
+    const { breakdown, workflowTasks } = historyBreakdown(history.events ?? []);
     const scheduled = (history.events ?? [])
       .filter((event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'generateTurn')
       .map((event) => Number(event.eventTime?.seconds ?? 0) * 1000 + (event.eventTime?.nanos ?? 0) / 1e6);
@@ -122,6 +199,10 @@ export async function runOverheadBenchmark(config: Config, turns: number, log: (
       ratio_p50: round(temporalP50 / baselineP50),
       history_bytes: described.historySize ?? 0,
       history_events: described.historyLength,
+      breakdown_ms_p50: breakdown,
+      workflow_tasks_per_turn: round(workflowTasks / turns),
+      cpu_ms_per_turn: { baseline: cpuPerTurn(baselineCpu, temporalCpu, turns), temporal: cpuPerTurn(temporalCpu, temporalCpuEnd, turns) },
+      loadavg,
     };
   } finally {
     await services.close();
