@@ -211,31 +211,66 @@ export async function runOverheadBenchmark(config: Config, turns: number, log: (
 
 export interface ConcurrencyResult {
   inflight: number;
+  /** Trajectories open at once at the peak: started, not yet finished, when the last start returned. */
+  peak_inflight: number;
   completed: number;
   failed: number;
+  /** Peak RSS of the agent worker process (all the workflows), MB. */
+  rss_mb: number;
+  /** @deprecated the same figure under its first name */
   rss_mb_max: number;
   seconds: number;
+  turns_per_second: number;
+  /** The embedded Temporal server's CPU seconds during the run and its peak RSS (null against an external server). */
+  server: { cpu_seconds: number | null; rss_mb: number | null };
+  loadavg: { before: string; after: string };
 }
 
-function peakRssMb(pid: number): number {
+function peakRssMb(pid: number | undefined): number | null {
+  if (pid === undefined) return null;
   try {
     const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
     return Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
   } catch {
-    return 0;
+    return null;
   }
 }
 
-/** N trajectories at once; the agent worker runs as its own process so its memory is measured alone. */
+/**
+ * What `bench concurrency` measured on the 2-core development machine (docs/BENCHMARKS.md): the agent
+ * worker's memory (a fixed base plus its share per cached trajectory workflow) and the most
+ * trajectories held in flight at once.
+ */
+export const measuredConcurrency = { workerBaseMb: 200, workerMbPerTrajectory: 0.5, heldInflight: 1000 } as const;
+
+/**
+ * How many trajectories this machine can hold in flight on one agent worker: the agent worker may use
+ * half of the memory free now. Beyond it the run would swap or be killed, so the command refuses.
+ */
+export function inflightCapacity(freeMemoryBytes: number): number {
+  const usableMb = freeMemoryBytes / 2 / 1024 / 1024;
+  return Math.max(0, Math.floor((usableMb - measuredConcurrency.workerBaseMb) / measuredConcurrency.workerMbPerTrajectory));
+}
+
+const loadAverage = () => fs.readFileSync('/proc/loadavg', 'utf8').trim();
+
+/**
+ * N trajectories at once; the agent worker runs as its own process (workers/agent.worker.js, the
+ * options users get) so its memory is measured alone. Never hangs: after `deadlineSeconds` it reports
+ * what finished and counts the rest as failed.
+ */
 export async function runConcurrencyBenchmark(
   config: Config,
   inflight: number,
   turns: number,
   log: (line: string) => void,
+  options: { delayMs?: number; deadlineSeconds?: number } = {},
 ): Promise<ConcurrencyResult> {
   const services = openServices(config, { poolSize: 8 });
   const { blobs, pool } = services;
   const prefix = `bench-concurrency-${randomUUID().slice(0, 8)}-`;
+  const delayMs = options.delayMs ?? 200;
+  const deadlineSeconds = options.deadlineSeconds ?? 1800;
   const worker = spawn(process.execPath, [path.join(repoRoot, 'dist', 'workers', 'agent.worker.js')], {
     env: { ...process.env, LONGHAUL_TASK_QUEUE_PREFIX: prefix },
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -248,8 +283,10 @@ export async function runConcurrencyBenchmark(
   });
   let rssMax = 0;
   const sampler = setInterval(() => {
-    rssMax = Math.max(rssMax, peakRssMb(worker.pid!));
+    rssMax = Math.max(rssMax, peakRssMb(worker.pid) ?? 0);
   }, 500);
+  const serverPid = config.temporal.embedded ? runningPid(config.home, 'temporal') : undefined;
+  const serverCpu = () => cpuSnapshot(config.home).temporal_server;
   const client = await services.client();
   const helpers = await createInProcessAgent({
     config,
@@ -261,30 +298,74 @@ export async function runConcurrencyBenchmark(
     tools: createScriptedTools(),
     maxConcurrentActivities: inflight * 2,
   });
+  const loadBefore = loadAverage();
+  const serverCpuBefore = serverPid === undefined ? null : serverCpu();
   const startedAt = Date.now();
+  let completed = 0;
+  let failed = 0;
+  const progress = setInterval(
+    () =>
+      log(
+        `${completed} completed, ${failed} failed, ${inflight - completed - failed} in flight (${Math.round((Date.now() - startedAt) / 1000)} s)`,
+      ),
+    10_000,
+  );
   try {
-    const outcomes = await helpers.run(async () => {
-      log(`starting ${inflight} trajectories of ${turns} turns…`);
+    let peak = 0;
+    await helpers.run(async () => {
+      log(`starting ${inflight} trajectories of ${turns} turns (${delayMs} ms per generation)…`);
       const handles = await Promise.all(
         Array.from({ length: inflight }, (_, index) =>
           client.workflow.start(trajectoryWorkflowType, {
             taskQueue: taskQueueName('agent', prefix),
             workflowId: `${prefix}${index}`,
-            args: [{ question: `script:{"turns":${turns},"answer":"done","delayMs":200}`, answers: ['done'], dataset: 'bench' }],
+            args: [{ question: `script:{"turns":${turns},"answer":"done","delayMs":${delayMs}}`, answers: ['done'], dataset: 'bench' }],
           }),
         ),
       );
-      return Promise.allSettled(handles.map((handle) => handle.result()));
+      peak = inflight - completed - failed;
+      log(`all ${inflight} started in ${Math.round((Date.now() - startedAt) / 1000)} s; ${peak} in flight`);
+      let timer: NodeJS.Timeout | undefined;
+      const deadline = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, deadlineSeconds * 1000);
+      });
+      const all = Promise.allSettled(
+        handles.map((handle) =>
+          handle.result().then(
+            () => (completed += 1),
+            () => (failed += 1),
+          ),
+        ),
+      );
+      await Promise.race([all, deadline]);
+      clearTimeout(timer);
+      if (completed + failed < inflight) {
+        log(
+          `deadline of ${deadlineSeconds} s passed with ${inflight - completed - failed} unfinished: counted as failed, terminating them`,
+        );
+        await Promise.allSettled(handles.map((handle) => handle.terminate('bench concurrency deadline')));
+      }
     });
-    rssMax = Math.max(rssMax, peakRssMb(worker.pid!));
+    rssMax = Math.max(rssMax, peakRssMb(worker.pid) ?? 0);
+    const seconds = (Date.now() - startedAt) / 1000;
+    const serverCpuAfter = serverPid === undefined ? null : serverCpu();
     return {
       inflight,
-      completed: outcomes.filter((outcome) => outcome.status === 'fulfilled').length,
-      failed: outcomes.filter((outcome) => outcome.status === 'rejected').length,
+      peak_inflight: peak,
+      completed,
+      failed: inflight - completed,
+      rss_mb: round(rssMax, 1),
       rss_mb_max: round(rssMax, 1),
-      seconds: round((Date.now() - startedAt) / 1000, 1),
+      seconds: round(seconds, 1),
+      turns_per_second: round((completed * turns) / seconds, 1),
+      server: {
+        cpu_seconds: serverCpuBefore === null || serverCpuAfter === null ? null : round((serverCpuAfter - serverCpuBefore) / 1000, 1),
+        rss_mb: peakRssMb(serverPid) === null ? null : round(peakRssMb(serverPid)!, 1),
+      },
+      loadavg: { before: loadBefore, after: loadAverage() },
     };
   } finally {
+    clearInterval(progress);
     clearInterval(sampler);
     worker.kill('SIGTERM');
     await services.close();

@@ -71,31 +71,38 @@ export interface GenerationControl {
 /** The turn's generation, usable with or without Temporal (the overhead benchmark calls it directly). */
 export function createTurnGenerator({ blobs, backend }: AgentTurnDependencies) {
   const loadContext = createContextLoader(blobs);
+  // Heartbeat from the first moment to the last, blob reads and writes included: with many
+  // generations in flight they queue for seconds, and a silence past the heartbeat timeout (15 s)
+  // fails the attempt (bench concurrency, 1,000 in flight: generations retried up to 8 times).
   return async function generate(input: GenerateTurnInput, control: GenerationControl): Promise<GenerateTurnResult> {
+    control.heartbeat({ turn: input.turn });
+    const beat = setInterval(() => control.heartbeat({ turn: input.turn }), 1000);
+    try {
+      return await generateOnce(input, control);
+    } finally {
+      clearInterval(beat);
+    }
+  };
+
+  async function generateOnce(input: GenerateTurnInput, control: GenerationControl): Promise<GenerateTurnResult> {
     const { trajectoryId: id, turn } = input;
     const done = await readJson<GenerationRecord>(blobs, transcriptKeys.generation(id, turn));
     if (done) return summarizeGeneration(done);
     const segments = await loadContext(id, turn - 1);
     const prompt = buildPrompt(input.question, segments, input.prompt);
     const partial = await readJson<PartialGeneration>(blobs, transcriptKeys.partial(id, turn));
-    const beat = setInterval(() => control.heartbeat({ turn }), 1000);
-    let result: GenerateResult;
-    try {
-      result = await backend.generate(
-        {
-          prompt,
-          maxNewTokens: Math.max(1, input.maxNewTokens - (partial?.tokenIds.length ?? 0)),
-          temperature: input.temperature,
-          seed: input.seed + turn,
-          stop: stopStrings(input.prompt),
-          ...(partial ? { prefixTokenIds: partial.tokenIds } : {}),
-          ...(input.forcedText !== undefined ? { forcedText: input.forcedText } : {}),
-        },
-        control.signal,
-      );
-    } finally {
-      clearInterval(beat);
-    }
+    let result: GenerateResult = await backend.generate(
+      {
+        prompt,
+        maxNewTokens: Math.max(1, input.maxNewTokens - (partial?.tokenIds.length ?? 0)),
+        temperature: input.temperature,
+        seed: input.seed + turn,
+        stop: stopStrings(input.prompt),
+        ...(partial ? { prefixTokenIds: partial.tokenIds } : {}),
+        ...(input.forcedText !== undefined ? { forcedText: input.forcedText } : {}),
+      },
+      control.signal,
+    );
     if (result.finishReason === 'interrupted') {
       // Keep what was generated; the resubmitted activity continues after it under the new version.
       await writeJson(blobs, transcriptKeys.partial(id, turn), {
@@ -138,7 +145,7 @@ export function createTurnGenerator({ blobs, backend }: AgentTurnDependencies) {
     };
     await writeJson(blobs, transcriptKeys.generation(id, turn), record);
     return summarizeGeneration(record);
-  };
+  }
 }
 
 /** generateTurn runs on the gpu-infer queue, next to the policy. */
