@@ -84,6 +84,16 @@ const cases: { readonly what: string; readonly args: string[]; readonly message:
     message: /^longhaul: --min-reward \(settings\.minReward\): expected a number between -1000000 and 1000000, got 5000000/,
   },
   {
+    what: 'bench concurrency with --inflight beyond what any machine is measured to hold',
+    args: ['bench', 'concurrency', '--inflight', '20000'],
+    message: /^longhaul: --inflight expects an integer between 1 and 10000, got "20000"/,
+  },
+  {
+    what: 'bench concurrency with a modelled generation time that is not a number',
+    args: ['bench', 'concurrency', '--delay-ms', 'fast'],
+    message: /^longhaul: --delay-ms expects an integer between 0 and 600000, got "fast"/,
+  },
+  {
     what: 'demo --batch not a multiple of --group',
     args: ['demo', '--batch', '6', '--group', '4'],
     message: /^longhaul: --batch \(batchSize\): must be a multiple of groupSize \(4\), got 6/,
