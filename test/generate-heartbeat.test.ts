@@ -56,10 +56,9 @@ test('generateTurn heartbeats while its blob reads and writes wait, and stops wh
     },
     { heartbeat: () => beats.push(Date.now()) },
   );
-  // Held at its first blob read, it has heartbeated at once and keeps heartbeating.
+  // Held at its first blob read, it heartbeats every second all the same.
   await until('the first read waits at the gate', () => waiting > 0);
-  assert.ok(beats.length >= 1, 'no heartbeat before the first blob read returned');
-  await until('a second heartbeat while the read waits', () => beats.length >= 2, 5_000);
+  await until('two heartbeats while the first read waits', () => beats.length >= 2, 5_000);
   assert.ok(waiting > 0, 'the read was released early: the test proves nothing');
   open = true;
   const result = await running;

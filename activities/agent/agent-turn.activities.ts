@@ -71,11 +71,11 @@ export interface GenerationControl {
 /** The turn's generation, usable with or without Temporal (the overhead benchmark calls it directly). */
 export function createTurnGenerator({ blobs, backend }: AgentTurnDependencies) {
   const loadContext = createContextLoader(blobs);
-  // Heartbeat from the first moment to the last, blob reads and writes included: with many
+  // Heartbeat every second from the start to the end, blob reads and writes included: with many
   // generations in flight they queue for seconds, and a silence past the heartbeat timeout (15 s)
-  // fails the attempt (bench concurrency, 1,000 in flight: generations retried up to 8 times).
+  // fails the attempt (bench concurrency, 1,000 in flight: generations retried up to 8 times). A turn
+  // under a second sends none: each heartbeat is a write on the server.
   return async function generate(input: GenerateTurnInput, control: GenerationControl): Promise<GenerateTurnResult> {
-    control.heartbeat({ turn: input.turn });
     const beat = setInterval(() => control.heartbeat({ turn: input.turn }), 1000);
     try {
       return await generateOnce(input, control);
