@@ -14,6 +14,57 @@ import { errorTypes, LonghaulError } from '../workflows/contracts/errors.js';
 
 const HOST_PORT = /^[^\s:]+:\d+$/;
 
+/** The tools activity's start-to-close is 2 minutes; a tool call must end well before it. */
+const TOOL_DEADLINE_MAX_MS = 110_000;
+
+/** The limits a tools worker applies to each tool call (activities/tools/limits.ts). */
+export interface ToolLimitSettings {
+  readonly timeoutMs: number;
+  readonly retries: number;
+  readonly concurrency: number;
+  readonly qps: number;
+  readonly deadlineMs: number;
+}
+
+const toolLimitKeys = {
+  timeout_ms: { field: 'timeoutMs', min: 100, max: TOOL_DEADLINE_MAX_MS, integer: true },
+  retries: { field: 'retries', min: 0, max: 10, integer: true },
+  concurrency: { field: 'concurrency', min: 1, max: 1024, integer: true },
+  qps: { field: 'qps', min: 0, max: 10_000, integer: false },
+  deadline_ms: { field: 'deadlineMs', min: 100, max: TOOL_DEADLINE_MAX_MS, integer: true },
+} as const;
+
+/** LONGHAUL_TOOL_LIMITS parsed: tool name → the settings it overrides. Throws a message naming the bad part. */
+export function parseToolLimits(text: string): Record<string, Partial<ToolLimitSettings>> {
+  const result: Record<string, Partial<Record<keyof ToolLimitSettings, number>>> = {};
+  for (const part of text.split(';').map((piece) => piece.trim())) {
+    if (part === '') continue;
+    const match = /^([a-z][a-z0-9_]*)\s*:\s*(.+)$/.exec(part);
+    if (!match) throw new Error(`"${part}" should be tool:key=value,… (e.g. web_search:qps=1,retries=4)`);
+    const [, tool = '', pairs = ''] = match;
+    const overrides: Partial<Record<keyof ToolLimitSettings, number>> = (result[tool] ??= {});
+    for (const pair of pairs.split(',').map((piece) => piece.trim())) {
+      const [key = '', value = ''] = pair.split('=').map((piece) => piece.trim());
+      const rule = toolLimitKeys[key as keyof typeof toolLimitKeys];
+      if (!rule) throw new Error(`${tool}: unknown key "${key}" (known: ${Object.keys(toolLimitKeys).join(', ')})`);
+      const number = Number(value);
+      if (value === '' || !Number.isFinite(number) || number < rule.min || number > rule.max || (rule.integer && !Number.isInteger(number)))
+        throw new Error(`${tool}: ${key}=${value} should be ${rule.integer ? 'an integer' : 'a number'} from ${rule.min} to ${rule.max}`);
+      overrides[rule.field] = number;
+    }
+  }
+  return result;
+}
+
+function toolLimitsProblem(text: string): string | null {
+  try {
+    parseToolLimits(text);
+    return null;
+  } catch (error) {
+    return (error as Error).message;
+  }
+}
+
 const port = (fallback: number) => z.coerce.number().int().min(1).max(65535).default(fallback);
 
 /** Variables, their defaults and what they mean. Order matters only for docs. */
@@ -129,6 +180,54 @@ export const environmentSchema = z.object({
     .max(30 * 86400)
     .default(3600)
     .describe('How long a tool result stays cached by (tool, normalised input); 0 turns the cache off.'),
+  LONGHAUL_TOOL_TIMEOUT_MS: z.coerce
+    .number()
+    .int()
+    .min(100)
+    .max(TOOL_DEADLINE_MAX_MS)
+    .default(30_000)
+    .describe('Time limit of one attempt of a tool call; a call that runs past it is aborted (and retried, see LONGHAUL_TOOL_RETRIES).'),
+  LONGHAUL_TOOL_RETRIES: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(10)
+    .default(2)
+    .describe(
+      'Attempts after the first for a tool failure that may pass (HTTP 429 or 5xx, a timeout, a dropped connection), with exponential backoff from 500 ms that waits at least what Retry-After asks. A call out of attempts or time becomes an ok=false observation the agent reads; the trajectory goes on.',
+    ),
+  LONGHAUL_TOOL_CONCURRENCY: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(1024)
+    .default(8)
+    .describe('Calls of one tool running at once in one tools worker; further calls wait for a slot (within the deadline).'),
+  LONGHAUL_TOOL_QPS: z.coerce
+    .number()
+    .min(0)
+    .max(10_000)
+    .default(0)
+    .describe('Calls of one tool started per second in one tools worker, retries included (0: no limit).'),
+  LONGHAUL_TOOL_DEADLINE_MS: z.coerce
+    .number()
+    .int()
+    .min(100)
+    .max(TOOL_DEADLINE_MAX_MS)
+    .default(90_000)
+    .describe(
+      "Time limit of one whole tool call: waiting for a slot or a rate-limit turn, every attempt and every pause. At most 110000, under the tools activity's 2-minute limit, so a slow tool never fails the turn.",
+    ),
+  LONGHAUL_TOOL_LIMITS: z
+    .string()
+    .default('')
+    .superRefine((text, context) => {
+      const problem = toolLimitsProblem(text);
+      if (problem) context.addIssue({ code: 'custom', message: problem });
+    })
+    .describe(
+      'Per-tool overrides of the five settings above: `tool:key=value,…;tool:…` with keys timeout_ms, retries, concurrency, qps, deadline_ms, e.g. `web_search:qps=1,retries=4;web_fetch:timeout_ms=5000`.',
+    ),
   LONGHAUL_ACCESS_PAGE_CHARS: z.coerce
     .number()
     .int()
@@ -297,6 +396,8 @@ export interface Config {
   readonly taskQueuePrefix: string;
   readonly tools: {
     readonly cacheTtlSeconds: number;
+    /** Limits of every tool, and per-tool overrides (LONGHAUL_TOOL_*). */
+    readonly limits: { readonly defaults: ToolLimitSettings; readonly perTool: Readonly<Record<string, Partial<ToolLimitSettings>>> };
     readonly accessPageChars: number;
     readonly webSearch: { readonly url: string; readonly api: 'searxng' | 'serper'; readonly apiKey: string | null } | null;
     readonly webFetch: {
@@ -386,6 +487,16 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
     taskQueuePrefix: env.LONGHAUL_TASK_QUEUE_PREFIX,
     tools: {
       cacheTtlSeconds: env.LONGHAUL_TOOL_CACHE_TTL_SECONDS,
+      limits: {
+        defaults: {
+          timeoutMs: env.LONGHAUL_TOOL_TIMEOUT_MS,
+          retries: env.LONGHAUL_TOOL_RETRIES,
+          concurrency: env.LONGHAUL_TOOL_CONCURRENCY,
+          qps: env.LONGHAUL_TOOL_QPS,
+          deadlineMs: env.LONGHAUL_TOOL_DEADLINE_MS,
+        },
+        perTool: parseToolLimits(env.LONGHAUL_TOOL_LIMITS),
+      },
       accessPageChars: env.LONGHAUL_ACCESS_PAGE_CHARS,
       webSearch:
         env.LONGHAUL_WEB_SEARCH_URL === undefined

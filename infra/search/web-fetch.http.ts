@@ -8,6 +8,7 @@ import dns from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
 import type { FetchedPage, PageFetcher } from '../../activities/ports/search.port.js';
+import { parseRetryAfter } from '../../activities/ports/tool-errors.port.js';
 import { AddressGuard } from './address-guard.js';
 import { htmlToText } from './html-text.js';
 
@@ -20,13 +21,24 @@ export interface WebFetchOptions {
 }
 
 export class WebFetchError extends Error {
+  /** True when a retry may help (HTTP 429 or 5xx, a timeout, a network error): the tool limiter retries these. */
+  readonly transient: boolean;
+
   constructor(
     readonly code: 'REFUSED' | 'HTTP_STATUS' | 'CONTENT_TYPE' | 'TOO_MANY_REDIRECTS' | 'TIMEOUT' | 'NETWORK',
     message: string,
+    options: { status?: number; retryAfterMs?: number | null; transient?: boolean } = {},
   ) {
     super(message);
     this.name = 'WebFetchError';
+    this.retryAfterMs = options.retryAfterMs ?? null;
+    const status = options.status ?? 0;
+    this.transient =
+      options.transient ?? (code === 'TIMEOUT' || code === 'NETWORK' || (code === 'HTTP_STATUS' && (status === 429 || status >= 500)));
   }
+
+  /** What the server's Retry-After asked for (429, 503), in ms. */
+  readonly retryAfterMs: number | null;
 }
 
 const TEXT_TYPES = /^(text\/[a-z0-9.+-]+|application\/(xhtml\+xml|xml|json|ld\+json|rss\+xml|atom\+xml))$/i;
@@ -34,6 +46,7 @@ const TEXT_TYPES = /^(text\/[a-z0-9.+-]+|application\/(xhtml\+xml|xml|json|ld\+j
 interface RawResponse {
   status: number;
   location: string | null;
+  retryAfter: string | null;
   contentType: string;
   body: Buffer;
   cut: boolean;
@@ -42,8 +55,9 @@ interface RawResponse {
 export function createHttpPageFetcher(options: WebFetchOptions): PageFetcher {
   const guard = new AddressGuard(options.allow);
   return {
-    async fetch(rawUrl) {
-      const signal = AbortSignal.timeout(options.timeoutMs);
+    async fetch(rawUrl, callerSignal) {
+      const timeout = AbortSignal.timeout(options.timeoutMs);
+      const signal = callerSignal ? AbortSignal.any([timeout, callerSignal]) : timeout;
       let url = parseHttpUrl(rawUrl);
       for (let hop = 0; ; hop += 1) {
         const address = await resolveChecked(url, guard);
@@ -55,7 +69,10 @@ export function createHttpPageFetcher(options: WebFetchOptions): PageFetcher {
           continue;
         }
         if (response.status < 200 || response.status >= 300)
-          throw new WebFetchError('HTTP_STATUS', `HTTP ${response.status} from ${url.toString()}`);
+          throw new WebFetchError('HTTP_STATUS', `HTTP ${response.status} from ${url.toString()}`, {
+            status: response.status,
+            retryAfterMs: parseRetryAfter(response.retryAfter),
+          });
         return toPage(url.toString(), response);
       }
     },
@@ -81,7 +98,9 @@ async function resolveChecked(url: URL, guard: AddressGuard): Promise<{ address:
   try {
     addresses = await dns.promises.lookup(host, { all: true, verbatim: true });
   } catch (error) {
-    throw new WebFetchError('NETWORK', `cannot resolve ${host}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+    const code = (error as NodeJS.ErrnoException).code;
+    // A name that does not exist stays so; a resolver that failed for now (EAI_AGAIN) may answer later.
+    throw new WebFetchError('NETWORK', `cannot resolve ${host}: ${code ?? (error as Error).message}`, { transient: code === 'EAI_AGAIN' });
   }
   const blocked = addresses.find((entry) => !guard.permits(entry.address));
   if (blocked || addresses.length === 0) {
@@ -115,10 +134,11 @@ function request(
       (incoming) => {
         const status = incoming.statusCode ?? 0;
         const location = typeof incoming.headers.location === 'string' ? incoming.headers.location : null;
+        const retryAfter = typeof incoming.headers['retry-after'] === 'string' ? incoming.headers['retry-after'] : null;
         const contentType = (incoming.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
         if ((status >= 300 && status < 400) || status < 200 || status >= 300) {
           incoming.resume();
-          resolve({ status, location, contentType, body: Buffer.alloc(0), cut: false });
+          resolve({ status, location, retryAfter, contentType, body: Buffer.alloc(0), cut: false });
           return;
         }
         if (!TEXT_TYPES.test(contentType)) {
@@ -126,7 +146,10 @@ function request(
           reject(new WebFetchError('CONTENT_TYPE', `refused: content type "${contentType || 'none'}" is not text`));
           return;
         }
-        readCapped(incoming, options.maxBytes).then((read) => resolve({ status, location, contentType, ...read }), reject);
+        readCapped(incoming, options.maxBytes).then(
+          (read) => resolve({ status, location, retryAfter, contentType, ...read }),
+          (error: unknown) => reject(signal.aborted ? new WebFetchError('TIMEOUT', `timed out after ${options.timeoutMs} ms`) : error),
+        );
       },
     );
     outgoing.on('error', (error) =>
