@@ -65,6 +65,26 @@ function toolLimitsProblem(text: string): string | null {
   }
 }
 
+/** LONGHAUL_PAYLOAD_ENCRYPTION_KEYS parsed: `id=base64,…`, each key 32 bytes, ids unique. */
+export function parsePayloadKeys(text: string): { id: string; key: Uint8Array }[] {
+  const keys: { id: string; key: Uint8Array }[] = [];
+  for (const part of text.split(',').map((piece) => piece.trim())) {
+    if (part === '') continue;
+    const separator = part.indexOf('=');
+    const id = separator < 0 ? '' : part.slice(0, separator).trim();
+    if (!/^[A-Za-z0-9._-]{1,64}$/.test(id))
+      throw new Error(`each key should be id=<base64>, with an id of letters, digits, dot, underscore or hyphen`);
+    const encoded = part.slice(separator + 1).trim();
+    const key = Buffer.from(encoded, 'base64');
+    if (key.length !== 32 || !/^[A-Za-z0-9+/]+={0,2}$/.test(encoded))
+      throw new Error(`key "${id}" should be 32 bytes in base64 (openssl rand -base64 32), not ${key.length} bytes`);
+    if (keys.some((entry) => entry.id === id)) throw new Error(`key id "${id}" is listed twice`);
+    keys.push({ id, key: new Uint8Array(key) });
+  }
+  if (keys.length === 0) throw new Error('no key given');
+  return keys;
+}
+
 const port = (fallback: number) => z.coerce.number().int().min(1).max(65535).default(fallback);
 
 /** Variables, their defaults and what they mean. Order matters only for docs. */
@@ -162,6 +182,20 @@ export const environmentSchema = z.object({
     .max(2 * 1024 * 1024)
     .default(128 * 1024)
     .describe('Temporal payloads larger than this go to the blob store; history keeps a reference.'),
+  LONGHAUL_PAYLOAD_ENCRYPTION_KEYS: z
+    .string()
+    .optional()
+    .superRefine((text, context) => {
+      if (text === undefined) return;
+      try {
+        parsePayloadKeys(text);
+      } catch (error) {
+        context.addIssue({ code: 'custom', message: (error as Error).message });
+      }
+    })
+    .describe(
+      'AES-256-GCM keys that encrypt every Temporal payload (history, and the large payloads in the bucket): `id=<base64 of 32 bytes>` comma-separated, oldest first; the last one encrypts, all of them decrypt (rotate by appending a key; drop an old one only when nothing it sealed is still needed). Unset: payloads are not encrypted. Make a key with `openssl rand -base64 32`. Shown masked by `longhaul config`.',
+    ),
   LONGHAUL_TASK_QUEUE_PREFIX: z
     .string()
     .regex(/^[A-Za-z0-9._-]*$/, 'letters, digits, dot, underscore or hyphen only')
@@ -272,6 +306,13 @@ export const environmentSchema = z.object({
     .default('')
     .describe(
       'Private, loopback or link-local addresses that web fetches may reach anyway (comma-separated IPs or CIDRs, e.g. 127.0.0.1,10.0.0.0/8). Default: none (no SSRF).',
+    ),
+  LONGHAUL_WEB_FETCH_DNS_SERVERS: z
+    .string()
+    .regex(/^[0-9a-fA-F.:[\],\s]*$/, 'expected a comma-separated list of DNS server addresses (ip or ip:port)')
+    .default('')
+    .describe(
+      "DNS servers (ip or ip:port, comma-separated) that web fetches resolve names with, instead of the system's resolver. Either way a name is resolved once per hop, every address it gives is checked, and the connection goes to the checked address (no DNS rebinding).",
     ),
   LONGHAUL_SEARCH_ENGINE: z
     .enum(['fts', 'dense', 'hybrid'])
@@ -393,6 +434,8 @@ export interface Config {
     readonly region: string;
   };
   readonly payloadThresholdBytes: number;
+  /** AES-256-GCM payload keys, oldest first (the last encrypts); empty: no encryption. */
+  readonly payloadKeys: readonly { readonly id: string; readonly key: Uint8Array }[];
   readonly taskQueuePrefix: string;
   readonly tools: {
     readonly cacheTtlSeconds: number;
@@ -407,6 +450,8 @@ export interface Config {
       readonly maxRedirects: number;
       /** IPs or CIDRs allowed although private/loopback/link-local. */
       readonly allow: readonly string[];
+      /** DNS servers to resolve with; empty: the system resolver. */
+      readonly dnsServers: readonly string[];
     };
     readonly sqlUrl: string | null;
     readonly searchEngine: 'fts' | 'dense' | 'hybrid';
@@ -484,6 +529,7 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
       region: env.S3_REGION,
     },
     payloadThresholdBytes: env.LONGHAUL_PAYLOAD_THRESHOLD_BYTES,
+    payloadKeys: env.LONGHAUL_PAYLOAD_ENCRYPTION_KEYS === undefined ? [] : parsePayloadKeys(env.LONGHAUL_PAYLOAD_ENCRYPTION_KEYS),
     taskQueuePrefix: env.LONGHAUL_TASK_QUEUE_PREFIX,
     tools: {
       cacheTtlSeconds: env.LONGHAUL_TOOL_CACHE_TTL_SECONDS,
@@ -508,6 +554,9 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
         timeoutMs: env.LONGHAUL_WEB_FETCH_TIMEOUT_MS,
         maxRedirects: env.LONGHAUL_WEB_FETCH_MAX_REDIRECTS,
         allow: env.LONGHAUL_WEB_FETCH_ALLOW.split(',')
+          .map((part) => part.trim())
+          .filter((part) => part !== ''),
+        dnsServers: env.LONGHAUL_WEB_FETCH_DNS_SERVERS.split(',')
           .map((part) => part.trim())
           .filter((part) => part !== ''),
       },

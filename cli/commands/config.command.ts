@@ -42,6 +42,7 @@ Prints the configuration read from the environment as JSON, secrets masked.
         {
           ...settings,
           s3: { ...settings.s3, secretKey: '***' },
+          payloadKeys: settings.payloadKeys.map((entry) => ({ id: entry.id, key: '***' })),
           temporal: {
             ...settings.temporal,
             apiKey: settings.temporal.apiKey === null ? null : '***',

@@ -7,6 +7,7 @@
 import dns from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
+import net from 'node:net';
 import type { FetchedPage, PageFetcher } from '../../activities/ports/search.port.js';
 import { parseRetryAfter } from '../../activities/ports/tool-errors.port.js';
 import { AddressGuard } from './address-guard.js';
@@ -18,6 +19,12 @@ export interface WebFetchOptions {
   readonly maxRedirects: number;
   readonly allow: readonly string[];
   readonly userAgent?: string;
+  /**
+   * DNS servers (host or host:port) to resolve names with, instead of the system's resolver
+   * (getaddrinfo). Either way each name is resolved once per hop and the connection goes to the
+   * address that was checked.
+   */
+  readonly dnsServers?: readonly string[];
 }
 
 export class WebFetchError extends Error {
@@ -54,13 +61,14 @@ interface RawResponse {
 
 export function createHttpPageFetcher(options: WebFetchOptions): PageFetcher {
   const guard = new AddressGuard(options.allow);
+  const lookup = createLookup(options.dnsServers ?? []);
   return {
     async fetch(rawUrl, callerSignal) {
       const timeout = AbortSignal.timeout(options.timeoutMs);
       const signal = callerSignal ? AbortSignal.any([timeout, callerSignal]) : timeout;
       let url = parseHttpUrl(rawUrl);
       for (let hop = 0; ; hop += 1) {
-        const address = await resolveChecked(url, guard);
+        const address = await resolveChecked(url, guard, lookup);
         const response = await request(url, address, options, signal);
         if (response.status >= 300 && response.status < 400 && response.location !== null) {
           if (hop >= options.maxRedirects)
@@ -92,11 +100,31 @@ function parseHttpUrl(raw: string): URL {
   return url;
 }
 
-async function resolveChecked(url: URL, guard: AddressGuard): Promise<{ address: string; family: number }> {
+type Lookup = (host: string) => Promise<dns.LookupAddress[]>;
+
+/** The system resolver, or the given DNS servers (A and AAAA records); IP literals are not resolved. */
+function createLookup(servers: readonly string[]): Lookup {
+  if (servers.length === 0) return (host) => dns.promises.lookup(host, { all: true, verbatim: true });
+  const resolver = new dns.promises.Resolver({ timeout: 2000, tries: 2 });
+  resolver.setServers([...servers]);
+  return async (host) => {
+    const family = net.isIP(host);
+    if (family !== 0) return [{ address: host, family }];
+    const [v4, v6] = await Promise.allSettled([resolver.resolve4(host), resolver.resolve6(host)]);
+    const found = [
+      ...(v4.status === 'fulfilled' ? v4.value.map((address) => ({ address, family: 4 })) : []),
+      ...(v6.status === 'fulfilled' ? v6.value.map((address) => ({ address, family: 6 })) : []),
+    ];
+    if (found.length === 0) throw v4.status === 'rejected' ? v4.reason : new Error(`no address for ${host}`);
+    return found;
+  };
+}
+
+async function resolveChecked(url: URL, guard: AddressGuard, lookup: Lookup): Promise<{ address: string; family: number }> {
   const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
   let addresses: dns.LookupAddress[];
   try {
-    addresses = await dns.promises.lookup(host, { all: true, verbatim: true });
+    addresses = await lookup(host);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     // A name that does not exist stays so; a resolver that failed for now (EAI_AGAIN) may answer later.
