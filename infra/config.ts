@@ -336,7 +336,9 @@ export const environmentSchema = z.object({
     .string()
     .regex(/^postgres(ql)?:\/\//, 'expected postgres://user[:password]@host:port/database')
     .optional()
-    .describe('A Postgres database the read-only `sql` tool queries. Unset: no sql tool.'),
+    .describe(
+      'A Postgres database the read-only `sql` tool queries, as a role without write rights (the tool refuses a superuser or a role that may create objects): `longhaul_sql_reader` of migration 0085 reads schema `sql_tool`, e.g. postgres://longhaul_sql_reader@127.0.0.1:55432/longhaul. Unset: no sql tool.',
+    ),
   LONGHAUL_POLICY_BACKEND: z
     .enum(policyBackendNames)
     .default('onnx')
