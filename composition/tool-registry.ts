@@ -2,6 +2,7 @@
 import type pg from 'pg';
 import { createAccessTool } from '../activities/tools/access.tool.js';
 import { createAnswerTool } from '../activities/tools/answer.tool.js';
+import { limitTool, defaultToolLimits } from '../activities/tools/limits.js';
 import { ToolRegistry, type AnyToolPlugin } from '../activities/tools/registry.js';
 import { createSearchTool } from '../activities/tools/search.tool.js';
 import { createSqlTool } from '../activities/tools/sql.tool.js';
@@ -48,12 +49,27 @@ export function buildToolRegistry(settings: Config, pool: pg.Pool): BuiltTools {
     createAnswerTool(),
   ];
   if (tools.webSearch)
-    plugins.push(createWebSearchTool(createHttpWebSearchClient({ ...tools.webSearch, timeoutMs: tools.webFetch.timeoutMs })));
+    plugins.push(
+      createWebSearchTool(
+        createHttpWebSearchClient({ ...tools.webSearch, timeoutMs: tools.webFetch.timeoutMs, maxBytes: tools.webFetch.maxBytes }),
+      ),
+    );
   if (fetcher) plugins.push(createWebFetchTool(fetcher, tools.accessPageChars));
   const sqlPool = tools.sqlUrl ? createPool(tools.sqlUrl, 2) : null;
   if (sqlPool) plugins.push(createSqlTool(createPgReadOnlySql(sqlPool)));
+  const known = ['search', 'access', 'answer', 'web_search', 'web_fetch', 'sql'];
+  for (const name of Object.keys(tools.limits.perTool)) {
+    if (!known.includes(name))
+      throw new LonghaulError(
+        errorTypes.invalidInput,
+        `LONGHAUL_TOOL_LIMITS names tool "${name}", which does not exist (tools: ${known.join(', ')}). Fix the name (see docs/CONFIG.md).`,
+      );
+  }
+  const limited = plugins.map((plugin) =>
+    limitTool(plugin, { ...defaultToolLimits, ...tools.limits.defaults, ...tools.limits.perTool[plugin.name] }),
+  );
   return {
-    registry: new ToolRegistry(plugins),
+    registry: new ToolRegistry(limited),
     close: async () => {
       await sqlPool?.end();
     },

@@ -14,6 +14,77 @@ import { errorTypes, LonghaulError } from '../workflows/contracts/errors.js';
 
 const HOST_PORT = /^[^\s:]+:\d+$/;
 
+/** The tools activity's start-to-close is 2 minutes; a tool call must end well before it. */
+const TOOL_DEADLINE_MAX_MS = 110_000;
+
+/** The limits a tools worker applies to each tool call (activities/tools/limits.ts). */
+export interface ToolLimitSettings {
+  readonly timeoutMs: number;
+  readonly retries: number;
+  readonly concurrency: number;
+  readonly qps: number;
+  readonly deadlineMs: number;
+}
+
+const toolLimitKeys = {
+  timeout_ms: { field: 'timeoutMs', min: 100, max: TOOL_DEADLINE_MAX_MS, integer: true },
+  retries: { field: 'retries', min: 0, max: 10, integer: true },
+  concurrency: { field: 'concurrency', min: 1, max: 1024, integer: true },
+  qps: { field: 'qps', min: 0, max: 10_000, integer: false },
+  deadline_ms: { field: 'deadlineMs', min: 100, max: TOOL_DEADLINE_MAX_MS, integer: true },
+} as const;
+
+/** LONGHAUL_TOOL_LIMITS parsed: tool name → the settings it overrides. Throws a message naming the bad part. */
+export function parseToolLimits(text: string): Record<string, Partial<ToolLimitSettings>> {
+  const result: Record<string, Partial<Record<keyof ToolLimitSettings, number>>> = {};
+  for (const part of text.split(';').map((piece) => piece.trim())) {
+    if (part === '') continue;
+    const match = /^([a-z][a-z0-9_]*)\s*:\s*(.+)$/.exec(part);
+    if (!match) throw new Error(`"${part}" should be tool:key=value,… (e.g. web_search:qps=1,retries=4)`);
+    const [, tool = '', pairs = ''] = match;
+    const overrides: Partial<Record<keyof ToolLimitSettings, number>> = (result[tool] ??= {});
+    for (const pair of pairs.split(',').map((piece) => piece.trim())) {
+      const [key = '', value = ''] = pair.split('=').map((piece) => piece.trim());
+      const rule = toolLimitKeys[key as keyof typeof toolLimitKeys];
+      if (!rule) throw new Error(`${tool}: unknown key "${key}" (known: ${Object.keys(toolLimitKeys).join(', ')})`);
+      const number = Number(value);
+      if (value === '' || !Number.isFinite(number) || number < rule.min || number > rule.max || (rule.integer && !Number.isInteger(number)))
+        throw new Error(`${tool}: ${key}=${value} should be ${rule.integer ? 'an integer' : 'a number'} from ${rule.min} to ${rule.max}`);
+      overrides[rule.field] = number;
+    }
+  }
+  return result;
+}
+
+function toolLimitsProblem(text: string): string | null {
+  try {
+    parseToolLimits(text);
+    return null;
+  } catch (error) {
+    return (error as Error).message;
+  }
+}
+
+/** LONGHAUL_PAYLOAD_ENCRYPTION_KEYS parsed: `id=base64,…`, each key 32 bytes, ids unique. */
+export function parsePayloadKeys(text: string): { id: string; key: Uint8Array }[] {
+  const keys: { id: string; key: Uint8Array }[] = [];
+  for (const part of text.split(',').map((piece) => piece.trim())) {
+    if (part === '') continue;
+    const separator = part.indexOf('=');
+    const id = separator < 0 ? '' : part.slice(0, separator).trim();
+    if (!/^[A-Za-z0-9._-]{1,64}$/.test(id))
+      throw new Error(`each key should be id=<base64>, with an id of letters, digits, dot, underscore or hyphen`);
+    const encoded = part.slice(separator + 1).trim();
+    const key = Buffer.from(encoded, 'base64');
+    if (key.length !== 32 || !/^[A-Za-z0-9+/]+={0,2}$/.test(encoded))
+      throw new Error(`key "${id}" should be 32 bytes in base64 (openssl rand -base64 32), not ${key.length} bytes`);
+    if (keys.some((entry) => entry.id === id)) throw new Error(`key id "${id}" is listed twice`);
+    keys.push({ id, key: new Uint8Array(key) });
+  }
+  if (keys.length === 0) throw new Error('no key given');
+  return keys;
+}
+
 const port = (fallback: number) => z.coerce.number().int().min(1).max(65535).default(fallback);
 
 /** Variables, their defaults and what they mean. Order matters only for docs. */
@@ -111,6 +182,20 @@ export const environmentSchema = z.object({
     .max(2 * 1024 * 1024)
     .default(128 * 1024)
     .describe('Temporal payloads larger than this go to the blob store; history keeps a reference.'),
+  LONGHAUL_PAYLOAD_ENCRYPTION_KEYS: z
+    .string()
+    .optional()
+    .superRefine((text, context) => {
+      if (text === undefined) return;
+      try {
+        parsePayloadKeys(text);
+      } catch (error) {
+        context.addIssue({ code: 'custom', message: (error as Error).message });
+      }
+    })
+    .describe(
+      'AES-256-GCM keys that encrypt every Temporal payload (history, and the large payloads in the bucket): `id=<base64 of 32 bytes>` comma-separated, oldest first; the last one encrypts, all of them decrypt (rotate by appending a key; drop an old one only when nothing it sealed is still needed). Unset: payloads are not encrypted. Make a key with `openssl rand -base64 32`. Shown masked by `longhaul config`.',
+    ),
   LONGHAUL_TASK_QUEUE_PREFIX: z
     .string()
     .regex(/^[A-Za-z0-9._-]*$/, 'letters, digits, dot, underscore or hyphen only')
@@ -129,6 +214,54 @@ export const environmentSchema = z.object({
     .max(30 * 86400)
     .default(3600)
     .describe('How long a tool result stays cached by (tool, normalised input); 0 turns the cache off.'),
+  LONGHAUL_TOOL_TIMEOUT_MS: z.coerce
+    .number()
+    .int()
+    .min(100)
+    .max(TOOL_DEADLINE_MAX_MS)
+    .default(30_000)
+    .describe('Time limit of one attempt of a tool call; a call that runs past it is aborted (and retried, see LONGHAUL_TOOL_RETRIES).'),
+  LONGHAUL_TOOL_RETRIES: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(10)
+    .default(2)
+    .describe(
+      'Attempts after the first for a tool failure that may pass (HTTP 429 or 5xx, a timeout, a dropped connection), with exponential backoff from 500 ms that waits at least what Retry-After asks. A call out of attempts or time becomes an ok=false observation the agent reads; the trajectory goes on.',
+    ),
+  LONGHAUL_TOOL_CONCURRENCY: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(1024)
+    .default(8)
+    .describe('Calls of one tool running at once in one tools worker; further calls wait for a slot (within the deadline).'),
+  LONGHAUL_TOOL_QPS: z.coerce
+    .number()
+    .min(0)
+    .max(10_000)
+    .default(0)
+    .describe('Calls of one tool started per second in one tools worker, retries included (0: no limit).'),
+  LONGHAUL_TOOL_DEADLINE_MS: z.coerce
+    .number()
+    .int()
+    .min(100)
+    .max(TOOL_DEADLINE_MAX_MS)
+    .default(90_000)
+    .describe(
+      "Time limit of one whole tool call: waiting for a slot or a rate-limit turn, every attempt and every pause. At most 110000, under the tools activity's 2-minute limit, so a slow tool never fails the turn.",
+    ),
+  LONGHAUL_TOOL_LIMITS: z
+    .string()
+    .default('')
+    .superRefine((text, context) => {
+      const problem = toolLimitsProblem(text);
+      if (problem) context.addIssue({ code: 'custom', message: problem });
+    })
+    .describe(
+      'Per-tool overrides of the five settings above: `tool:key=value,…;tool:…` with keys timeout_ms, retries, concurrency, qps, deadline_ms, e.g. `web_search:qps=1,retries=4;web_fetch:timeout_ms=5000`.',
+    ),
   LONGHAUL_ACCESS_PAGE_CHARS: z.coerce
     .number()
     .int()
@@ -174,6 +307,13 @@ export const environmentSchema = z.object({
     .describe(
       'Private, loopback or link-local addresses that web fetches may reach anyway (comma-separated IPs or CIDRs, e.g. 127.0.0.1,10.0.0.0/8). Default: none (no SSRF).',
     ),
+  LONGHAUL_WEB_FETCH_DNS_SERVERS: z
+    .string()
+    .regex(/^[0-9a-fA-F.:[\],\s]*$/, 'expected a comma-separated list of DNS server addresses (ip or ip:port)')
+    .default('')
+    .describe(
+      "DNS servers (ip or ip:port, comma-separated) that web fetches resolve names with, instead of the system's resolver. Either way a name is resolved once per hop, every address it gives is checked, and the connection goes to the checked address (no DNS rebinding).",
+    ),
   LONGHAUL_SEARCH_ENGINE: z
     .enum(['fts', 'dense', 'hybrid'])
     .default('fts')
@@ -196,7 +336,9 @@ export const environmentSchema = z.object({
     .string()
     .regex(/^postgres(ql)?:\/\//, 'expected postgres://user[:password]@host:port/database')
     .optional()
-    .describe('A Postgres database the read-only `sql` tool queries. Unset: no sql tool.'),
+    .describe(
+      'A Postgres database the read-only `sql` tool queries, as a role without write rights (the tool refuses a superuser or a role that may create objects): `longhaul_sql_reader` of migration 0085 reads schema `sql_tool`, e.g. postgres://longhaul_sql_reader@127.0.0.1:55432/longhaul. Unset: no sql tool.',
+    ),
   LONGHAUL_POLICY_BACKEND: z
     .enum(policyBackendNames)
     .default('onnx')
@@ -294,9 +436,13 @@ export interface Config {
     readonly region: string;
   };
   readonly payloadThresholdBytes: number;
+  /** AES-256-GCM payload keys, oldest first (the last encrypts); empty: no encryption. */
+  readonly payloadKeys: readonly { readonly id: string; readonly key: Uint8Array }[];
   readonly taskQueuePrefix: string;
   readonly tools: {
     readonly cacheTtlSeconds: number;
+    /** Limits of every tool, and per-tool overrides (LONGHAUL_TOOL_*). */
+    readonly limits: { readonly defaults: ToolLimitSettings; readonly perTool: Readonly<Record<string, Partial<ToolLimitSettings>>> };
     readonly accessPageChars: number;
     readonly webSearch: { readonly url: string; readonly api: 'searxng' | 'serper'; readonly apiKey: string | null } | null;
     readonly webFetch: {
@@ -306,6 +452,8 @@ export interface Config {
       readonly maxRedirects: number;
       /** IPs or CIDRs allowed although private/loopback/link-local. */
       readonly allow: readonly string[];
+      /** DNS servers to resolve with; empty: the system resolver. */
+      readonly dnsServers: readonly string[];
     };
     readonly sqlUrl: string | null;
     readonly searchEngine: 'fts' | 'dense' | 'hybrid';
@@ -383,9 +531,20 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
       region: env.S3_REGION,
     },
     payloadThresholdBytes: env.LONGHAUL_PAYLOAD_THRESHOLD_BYTES,
+    payloadKeys: env.LONGHAUL_PAYLOAD_ENCRYPTION_KEYS === undefined ? [] : parsePayloadKeys(env.LONGHAUL_PAYLOAD_ENCRYPTION_KEYS),
     taskQueuePrefix: env.LONGHAUL_TASK_QUEUE_PREFIX,
     tools: {
       cacheTtlSeconds: env.LONGHAUL_TOOL_CACHE_TTL_SECONDS,
+      limits: {
+        defaults: {
+          timeoutMs: env.LONGHAUL_TOOL_TIMEOUT_MS,
+          retries: env.LONGHAUL_TOOL_RETRIES,
+          concurrency: env.LONGHAUL_TOOL_CONCURRENCY,
+          qps: env.LONGHAUL_TOOL_QPS,
+          deadlineMs: env.LONGHAUL_TOOL_DEADLINE_MS,
+        },
+        perTool: parseToolLimits(env.LONGHAUL_TOOL_LIMITS),
+      },
       accessPageChars: env.LONGHAUL_ACCESS_PAGE_CHARS,
       webSearch:
         env.LONGHAUL_WEB_SEARCH_URL === undefined
@@ -397,6 +556,9 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
         timeoutMs: env.LONGHAUL_WEB_FETCH_TIMEOUT_MS,
         maxRedirects: env.LONGHAUL_WEB_FETCH_MAX_REDIRECTS,
         allow: env.LONGHAUL_WEB_FETCH_ALLOW.split(',')
+          .map((part) => part.trim())
+          .filter((part) => part !== ''),
+        dnsServers: env.LONGHAUL_WEB_FETCH_DNS_SERVERS.split(',')
           .map((part) => part.trim())
           .filter((part) => part !== ''),
       },

@@ -1,4 +1,5 @@
 import { test, after } from 'node:test';
+import pg from 'pg';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -199,7 +200,12 @@ test('describeTools gives each tool a JSON schema whose fields are all described
 });
 
 test('the sql tool answers a SELECT and refuses a write or a second statement', async () => {
-  const sql = createSqlTool(createPgReadOnlySql(pool, { maxRows: 2 }));
+  // The sql tool connects as the read-only role of migration 0085 (it refuses a role that could write).
+  const readerUrl = new URL(testConfig().postgres.url);
+  readerUrl.username = 'longhaul_sql_reader';
+  const reader = new pg.Pool({ connectionString: readerUrl.toString(), max: 1 });
+  after(() => reader.end());
+  const sql = createSqlTool(createPgReadOnlySql(reader, { maxRows: 2 }));
   const activities = createToolActivities({ registry: new ToolRegistry([sql]), store, cacheTtlMs: 0 });
   const [rows, write, two] = await activities.runTools({
     key: `t/${randomUUID()}`,

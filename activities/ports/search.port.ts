@@ -37,7 +37,8 @@ export interface WebSearchResult {
 }
 
 export interface WebSearchClient {
-  search(query: string, k: number): Promise<WebSearchResult[]>;
+  /** `signal` aborts the request (the tool's time limit). */
+  search(query: string, k: number, signal?: AbortSignal): Promise<WebSearchResult[]>;
 }
 
 /** Port: URL → readable text, with the fetcher's safety limits applied. */
@@ -52,7 +53,8 @@ export interface FetchedPage {
 }
 
 export interface PageFetcher {
-  fetch(url: string): Promise<FetchedPage>;
+  /** `signal` aborts the fetch (the tool's time limit) besides the fetcher's own limit. */
+  fetch(url: string, signal?: AbortSignal): Promise<FetchedPage>;
 }
 
 /** Port: a read-only SQL database a user plugs in as a tool. */

@@ -27,9 +27,9 @@ export function createAccessTool(engine: SearchEngine, options: AccessToolOption
     inputSchema,
     successCriterion: 'the page exists and has text',
     cacheable: true,
-    async execute(input) {
+    async execute(input, context) {
       const page = input.page ?? 1;
-      if (/^https?:\/\//i.test(input.target)) return accessUrl(input.target, page, pageChars, options.fetcher);
+      if (/^https?:\/\//i.test(input.target)) return accessUrl(input.target, page, pageChars, options.fetcher, context?.signal);
       const found = await engine.page(input.target, page);
       if (!found) {
         const first = page === 1 ? null : await engine.page(input.target, 1);
@@ -50,9 +50,9 @@ export function createAccessTool(engine: SearchEngine, options: AccessToolOption
   };
 }
 
-async function accessUrl(url: string, page: number, pageChars: number, fetcher: PageFetcher | undefined) {
+async function accessUrl(url: string, page: number, pageChars: number, fetcher: PageFetcher | undefined, signal?: AbortSignal) {
   if (!fetcher) throw new ToolFailure('Web access is not configured; only document ids can be accessed.');
-  const fetched = await fetcher.fetch(url);
+  const fetched = await fetcher.fetch(url, signal);
   const pages = Math.max(1, Math.ceil(fetched.text.length / pageChars));
   if (page > pages) throw new ToolFailure(`${url} has ${pages} pages; page ${page} does not exist.`);
   const text = fetched.text.slice((page - 1) * pageChars, page * pageChars);

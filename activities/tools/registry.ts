@@ -6,12 +6,18 @@
 import { z } from 'zod';
 import type { ToolDescriptor } from '../../workflows/contracts/tools.contract.js';
 import { errorTypes, LonghaulError } from '../../workflows/contracts/errors.js';
+import type { ToolLimits } from './limits.js';
 
 /** What a tool's `execute` returns before the runner adds latency, cache and truncation. */
 export interface ToolOutput {
   readonly observation: string;
   /** Document ids (or URLs) the observation came from. */
   readonly documentIds?: readonly string[];
+}
+
+/** What the runner passes to `execute`: a signal that fires when the attempt's time limit passes. */
+export interface ToolContext {
+  readonly signal?: AbortSignal;
 }
 
 /** A failure the agent should read as an observation (document not found, HTTP 404…): ok=false, not invalid. */
@@ -31,11 +37,13 @@ export interface ToolPlugin<Input = unknown> {
   readonly successCriterion: string;
   /** Whether results may be cached by (tool, normalised input). answer-like tools are not. */
   readonly cacheable: boolean;
-  execute(input: Input): Promise<ToolOutput>;
+  execute(input: Input, context?: ToolContext): Promise<ToolOutput>;
   /** Whether an output counts as a success (for stats and the ToolResult's `ok`). */
   judge(output: ToolOutput): boolean;
   /** The cache key of an input; default: its JSON with keys sorted and strings whitespace-normalised. */
   cacheKey?(input: Input): string;
+  /** The limits a tools worker applies to it (limits.ts); absent on a bare plug-in. */
+  readonly limits?: ToolLimits;
 }
 
 /** Any plug-in, whatever its input type (the registry validates input with the plug-in's own schema). */

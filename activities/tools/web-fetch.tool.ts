@@ -21,8 +21,8 @@ export function createWebFetchTool(fetcher: PageFetcher, maxChars = 5000): ToolP
     }),
     successCriterion: 'the page was fetched and has text',
     cacheable: true,
-    async execute(input) {
-      const page = await fetcher.fetch(input.url);
+    async execute(input, context) {
+      const page = await fetcher.fetch(input.url, context?.signal);
       const text =
         page.text.length > maxChars ? `${page.text.slice(0, maxChars)}\n[… ${page.text.length - maxChars} more characters]` : page.text;
       const cut = page.cut ? '\n[… page cut at the byte limit]' : '';

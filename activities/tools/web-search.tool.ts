@@ -19,8 +19,8 @@ export function createWebSearchTool(client: WebSearchClient): ToolPlugin<WebSear
     successCriterion: 'the search API answered with at least one result',
     cacheable: true,
     cacheKey: (input) => defaultCacheKey({ query: input.query.toLowerCase(), k: input.k ?? 5 }),
-    async execute(input) {
-      const results = await client.search(input.query, input.k ?? 5);
+    async execute(input, context) {
+      const results = await client.search(input.query, input.k ?? 5, context?.signal);
       if (results.length === 0) return { observation: `No web results for "${input.query}".`, documentIds: [] };
       const observation = results.map((result, index) => `[${index + 1}] ${result.title}\n${result.url}\n${result.snippet}`).join('\n\n');
       return { observation, documentIds: results.map((result) => result.url) };

@@ -23,6 +23,17 @@ function maskedTls(tls: ClientConfigTLS | null): object | null {
   return { ...tls, serverCACert: shown(tls.serverCACert), clientCert: shown(tls.clientCert), clientKey: shown(tls.clientKey) };
 }
 
+/** A connection URL with its password replaced by `***`. */
+function maskedUrl(raw: string): string {
+  try {
+    const url = new URL(raw);
+    if (url.password !== '') url.password = '***';
+    return url.toString();
+  } catch {
+    return '***';
+  }
+}
+
 export const configCommand: Command = {
   name: 'config',
   summary: 'print the effective configuration (secrets masked), or the variables as a markdown table',
@@ -42,11 +53,22 @@ Prints the configuration read from the environment as JSON, secrets masked.
         {
           ...settings,
           s3: { ...settings.s3, secretKey: '***' },
+          payloadKeys: settings.payloadKeys.map((entry) => ({ id: entry.id, key: '***' })),
           temporal: {
             ...settings.temporal,
             apiKey: settings.temporal.apiKey === null ? null : '***',
             tls: maskedTls(settings.temporal.tls),
           },
+          postgres: { ...settings.postgres, url: maskedUrl(settings.postgres.url) },
+          tools: {
+            ...settings.tools,
+            webSearch: settings.tools.webSearch && {
+              ...settings.tools.webSearch,
+              apiKey: settings.tools.webSearch.apiKey === null ? null : '***',
+            },
+            sqlUrl: settings.tools.sqlUrl && maskedUrl(settings.tools.sqlUrl),
+          },
+          judge: { ...settings.judge, apiKey: settings.judge.apiKey === null ? null : '***' },
           policy: {
             ...settings.policy,
             openai: { ...settings.policy.openai, apiKey: settings.policy.openai.apiKey === null ? null : '***' },

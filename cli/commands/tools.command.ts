@@ -54,8 +54,12 @@ function list(registry: ReturnType<typeof buildToolRegistry>['registry'], json: 
   if (json) console.log(JSON.stringify(descriptors));
   else
     for (const descriptor of descriptors) {
+      const plugin = registry.get(descriptor.name)!;
+      const limits = plugin.limits
+        ? `\n  limits: ${plugin.limits.timeoutMs} ms an attempt, ${plugin.limits.retries} retries, ${plugin.limits.concurrency} at once, ${plugin.limits.qps || 'no'} qps limit, ${plugin.limits.deadlineMs} ms a call`
+        : '';
       console.log(
-        `${descriptor.name}: ${descriptor.description}\n  success: ${registry.get(descriptor.name)!.successCriterion}\n  input: ${JSON.stringify(descriptor.inputSchema.properties ?? {})}`,
+        `${descriptor.name}: ${descriptor.description}\n  success: ${plugin.successCriterion}\n  input: ${JSON.stringify(descriptor.inputSchema.properties ?? {})}${limits}`,
       );
     }
   return 0;

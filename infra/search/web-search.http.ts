@@ -4,12 +4,15 @@
  */
 import { z } from 'zod';
 import type { WebSearchClient, WebSearchResult } from '../../activities/ports/search.port.js';
+import { parseRetryAfter, ToolUnavailable } from '../../activities/ports/tool-errors.port.js';
 
 export interface WebSearchOptions {
   readonly url: string;
   readonly api: 'searxng' | 'serper';
   readonly apiKey: string | null;
   readonly timeoutMs: number;
+  /** Bytes of one answer read at most (a larger answer is refused, not parsed). @default 2 MiB */
+  readonly maxBytes?: number;
 }
 
 const searxngSchema = z
@@ -29,20 +32,24 @@ const serperSchema = z
 
 export function createHttpWebSearchClient(options: WebSearchOptions): WebSearchClient {
   return {
-    async search(query, k) {
-      const response =
-        options.api === 'searxng'
-          ? await fetch(`${options.url}${options.url.includes('?') ? '&' : '?'}${new URLSearchParams({ q: query, format: 'json' })}`, {
-              signal: AbortSignal.timeout(options.timeoutMs),
-            })
-          : await fetch(options.url, {
-              method: 'POST',
-              signal: AbortSignal.timeout(options.timeoutMs),
-              headers: { 'content-type': 'application/json', ...(options.apiKey ? { 'x-api-key': options.apiKey } : {}) },
-              body: JSON.stringify({ q: query, num: k }),
-            });
+    async search(query, k, callerSignal) {
+      const timeout = AbortSignal.timeout(options.timeoutMs);
+      const signal = callerSignal ? AbortSignal.any([timeout, callerSignal]) : timeout;
+      const response = await send(query, k, signal).catch((error: Error) => {
+        throw new ToolUnavailable(`search API unreachable: ${signal.aborted ? `no answer within ${options.timeoutMs} ms` : error.message}`);
+      });
+      if (response.status === 429 || response.status >= 500) {
+        await response.body?.cancel();
+        throw new ToolUnavailable(`search API answered HTTP ${response.status}`, parseRetryAfter(response.headers.get('retry-after')));
+      }
       if (!response.ok) throw new Error(`search API answered HTTP ${response.status}`);
-      const body: unknown = await response.json().catch(() => null);
+      const text = await readCapped(response, options.maxBytes ?? 2 * 1024 * 1024, signal, options.timeoutMs);
+      let body: unknown = null;
+      try {
+        body = JSON.parse(text);
+      } catch {
+        body = null;
+      }
       const results: WebSearchResult[] =
         options.api === 'searxng'
           ? (searxngSchema.safeParse(body).data?.results ?? []).map((r) => ({
@@ -58,4 +65,40 @@ export function createHttpWebSearchClient(options: WebSearchOptions): WebSearchC
       return results.filter((result) => result.url !== '').slice(0, k);
     },
   };
+
+  function send(query: string, k: number, signal: AbortSignal): Promise<Response> {
+    return options.api === 'searxng'
+      ? fetch(`${options.url}${options.url.includes('?') ? '&' : '?'}${new URLSearchParams({ q: query, format: 'json' })}`, { signal })
+      : fetch(options.url, {
+          method: 'POST',
+          signal,
+          headers: { 'content-type': 'application/json', ...(options.apiKey ? { 'x-api-key': options.apiKey } : {}) },
+          body: JSON.stringify({ q: query, num: k }),
+        });
+  }
+}
+
+/** The body as text, refusing one larger than `maxBytes` without reading the rest. */
+async function readCapped(response: Response, maxBytes: number, signal: AbortSignal, timeoutMs: number): Promise<string> {
+  const declared = Number(response.headers.get('content-length') ?? NaN);
+  if (declared > maxBytes) {
+    await response.body?.cancel();
+    throw new Error(`search API answer of ${declared} bytes is larger than the ${maxBytes} bytes read at most`);
+  }
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of response.body ?? []) {
+      size += chunk.length;
+      if (size > maxBytes) {
+        await response.body?.cancel().catch(() => undefined);
+        throw new Error(`search API answer is larger than the ${maxBytes} bytes read at most`);
+      }
+      chunks.push(chunk);
+    }
+  } catch (error) {
+    if (signal.aborted) throw new ToolUnavailable(`search API answer not complete within ${timeoutMs} ms`);
+    throw error;
+  }
+  return Buffer.concat(chunks).toString('utf8');
 }

@@ -1,16 +1,27 @@
 /** Temporal clients and worker connections, all with the claim-check payload codec. */
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, type NativeConnectionOptions } from '@temporalio/worker';
-import type { DataConverter } from '@temporalio/common';
+import type { DataConverter, PayloadCodec } from '@temporalio/common';
 import { toClientOptions } from '@temporalio/envconfig';
 import type { Config } from '../config.js';
 import type { BlobStore } from '../../activities/ports/blob-store.port.js';
 import { createBlobPayloadCodec } from './blob-payload-codec.js';
+import { createEncryptionPayloadCodec } from './encryption-payload-codec.js';
 import { startedWorkflowTracker } from './started-workflows.js';
 import { installWorkerRuntime } from './runtime.js';
 
+/**
+ * The payload codecs of every client and worker. With LONGHAUL_PAYLOAD_ENCRYPTION_KEYS, encryption
+ * comes first: the SDK encodes through the codecs in order (and decodes in reverse), so a large
+ * payload is sealed before the claim-check codec moves it to the bucket.
+ */
+export function payloadCodecs(config: Config, store: BlobStore): PayloadCodec[] {
+  const blob = createBlobPayloadCodec(store, config.payloadThresholdBytes);
+  return config.payloadKeys.length === 0 ? [blob] : [createEncryptionPayloadCodec(config.payloadKeys), blob];
+}
+
 export function dataConverter(config: Config, store: BlobStore): DataConverter {
-  return { payloadCodecs: [createBlobPayloadCodec(store, config.payloadThresholdBytes)] };
+  return { payloadCodecs: payloadCodecs(config, store) };
 }
 
 /**
