@@ -21,6 +21,8 @@ import { modelCommand } from './commands/model.command.js';
 import { serveCommand } from './commands/serve.command.js';
 import { evalCommand } from './commands/eval.command.js';
 import { datasetsCommand } from './commands/datasets.command.js';
+import { reportCommand } from './commands/report.command.js';
+import { showCommand } from './commands/show.command.js';
 import { errorTypes, LonghaulError } from '../workflows/contracts/errors.js';
 
 const commands: readonly Command[] = [
@@ -43,6 +45,8 @@ const commands: readonly Command[] = [
   serveCommand,
   evalCommand,
   datasetsCommand,
+  reportCommand,
+  showCommand,
 ];
 
 function help(): string {
