@@ -26,7 +26,11 @@ const turn = (index: number, text: string, toolCalls: ToolCallView[] = [], answe
   toolCalls,
 });
 
-function trajectory(id: string, turns: TurnView[], options: { answer?: string | null; version?: number; questionId?: string; reward?: number } = {}): TrajectoryView {
+function trajectory(
+  id: string,
+  turns: TurnView[],
+  options: { answer?: string | null; version?: number; questionId?: string; reward?: number } = {},
+): TrajectoryView {
   return {
     trajectoryId: id,
     runId: 'run',
@@ -72,7 +76,11 @@ test('an answer given right after the search that found it is not verified; one 
   assert.equal(found.answerFirstSeenTurn, 0);
   assert.equal(found.distinctDocuments, 1);
   const unsupported = analyseTrajectory(
-    trajectory('t3', [turn(0, '<search>x</search>', [call('search', 'nothing useful')]), turn(1, '<search>y</search>', [call('search', 'still nothing')]), turn(2, '<answer>Lima</answer>', [], 'Lima')]),
+    trajectory('t3', [
+      turn(0, '<search>x</search>', [call('search', 'nothing useful')]),
+      turn(1, '<search>y</search>', [call('search', 'still nothing')]),
+      turn(2, '<answer>Lima</answer>', [], 'Lima'),
+    ]),
   );
   assert.equal(unsupported.verifiedBySearch, false);
   assert.equal(unsupported.answerFirstSeenTurn, null);
@@ -83,7 +91,11 @@ test('an answer given right after the search that found it is not verified; one 
 
 test('a word inside another word is no mention of the answer', () => {
   const behaviour = analyseTrajectory(
-    trajectory('t5', [turn(0, '<search>a</search>', [call('search', 'Limassol is in Cyprus.')]), turn(1, '<search>b</search>', [call('search', 'no')]), turn(2, '<answer>Lima</answer>', [], 'Lima')]),
+    trajectory('t5', [
+      turn(0, '<search>a</search>', [call('search', 'Limassol is in Cyprus.')]),
+      turn(1, '<search>b</search>', [call('search', 'no')]),
+      turn(2, '<answer>Lima</answer>', [], 'Lima'),
+    ]),
   );
   assert.equal(behaviour.answerFirstSeenTurn, null);
 });
@@ -91,13 +103,20 @@ test('a word inside another word is no mention of the answer', () => {
 test('uncertainty and conflicting evidence are read from the agent text only, never from observations', () => {
   const behaviour = analyseTrajectory(
     trajectory('t6', [
-      turn(0, '<think>I am not sure which city it is.</think><search>capital of Peru</search>', [call('search', 'Sources conflict: some say Cusco, maybe.')]),
+      turn(0, '<think>I am not sure which city it is.</think><search>capital of Peru</search>', [
+        call('search', 'Sources conflict: some say Cusco, maybe.'),
+      ]),
       turn(1, '<think>The two documents contradict each other.</think><answer>Lima</answer>', [], 'Lima'),
     ]),
   );
   assert.deepEqual(behaviour.uncertainty, ['not sure']);
   assert.deepEqual(behaviour.conflict, ['contradict']);
-  const calm = analyseTrajectory(trajectory('t7', [turn(0, '<search>capital</search>', [call('search', 'Some sources conflict, perhaps.')]), turn(1, '<answer>Lima</answer>', [], 'Lima')]));
+  const calm = analyseTrajectory(
+    trajectory('t7', [
+      turn(0, '<search>capital</search>', [call('search', 'Some sources conflict, perhaps.')]),
+      turn(1, '<answer>Lima</answer>', [], 'Lima'),
+    ]),
+  );
   assert.deepEqual(calm.uncertainty, []);
   assert.deepEqual(calm.conflict, []);
 });

@@ -106,7 +106,11 @@ export function buildTrajectoryView(record: TrajectoryRecord, toolsByTurn: Reado
  * Reads a trajectory's record and its tools blobs. A trajectory with no record (unknown id, or one
  * still running) is a LonghaulNotFound error naming the id; a record that does not parse is LonghaulCorrupt.
  */
-export async function loadTrajectoryView(blobs: BlobStore, trajectoryId: string, options: { observations?: boolean } = {}): Promise<TrajectoryView> {
+export async function loadTrajectoryView(
+  blobs: BlobStore,
+  trajectoryId: string,
+  options: { observations?: boolean } = {},
+): Promise<TrajectoryView> {
   const key = transcriptKeys.record(trajectoryId);
   if (!(await blobs.exists(key)))
     throw new LonghaulError(

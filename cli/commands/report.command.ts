@@ -17,7 +17,8 @@ async function resolveRun(source: ReportSource, home: string, requested: string 
     throw new UsageError(`--run: no run to report on${hint}; train or run the demo first, or name one with --run <id>`);
   }
   const known =
-    (await source.countTrajectories(requested, [demoEvaluationPrefix(requested)])) > 0 || fs.existsSync(path.join(home, 'reports', `${requested}.json`));
+    (await source.countTrajectories(requested, [demoEvaluationPrefix(requested)])) > 0 ||
+    fs.existsSync(path.join(home, 'reports', `${requested}.json`));
   if (!known) throw new UsageError(`--run "${requested}" has no trajectories and no demo report${hint}`);
   return requested;
 }
@@ -50,7 +51,8 @@ a learner's step statistics, else the demo's JSON report is used).
     });
     const maxTrajectories = integerFlag(values['max-trajectories'], 'max-trajectories', 2000, 1, 1_000_000);
     if (values.run !== undefined && !values.run.trim()) throw new UsageError('--run expects a run id, got an empty string');
-    if (values.out !== undefined && !values.out.endsWith('.html')) throw new UsageError(`--out expects a file name ending in .html, got "${values.out}"`);
+    if (values.out !== undefined && !values.out.endsWith('.html'))
+      throw new UsageError(`--out expects a file name ending in .html, got "${values.out}"`);
     loadChartRuntime(); // a missing runtime fails before anything is read
     const settings = config();
     const services = openServices(settings);

@@ -15,7 +15,15 @@ import { evaluationSummarySchema, type EvaluationSummary } from '../../activitie
 import type { BlobStore } from '../../activities/ports/blob-store.port.js';
 import type { ReportSource, ReportTrajectoryRow } from '../../infra/postgres/report-source.pg.js';
 import { learnerStateQuery, type LearnerResult, type LearnerState, type StepStats } from '../../workflows/contracts/learner.contract.js';
-import type { CountPoint, DatasetStatistics, IntervalPoint, ReportModel, StepPoint, ThroughputPoint, TrajectoryRow } from './report-model.js';
+import type {
+  CountPoint,
+  DatasetStatistics,
+  IntervalPoint,
+  ReportModel,
+  StepPoint,
+  ThroughputPoint,
+  TrajectoryRow,
+} from './report-model.js';
 
 export interface ReportSources {
   readonly source: ReportSource;
@@ -174,7 +182,8 @@ export function datasetStatistics(key: string, text: string): DatasetStatistics 
     .map((line) => JSON.parse(line) as Record<string, unknown>);
   const extra: Record<string, number> = {};
   for (const row of rows)
-    for (const field of Object.keys(row)) if (!['id', 'question', 'answers', 'goldTurns'].includes(field)) extra[field] = (extra[field] ?? 0) + 1;
+    for (const field of Object.keys(row))
+      if (!['id', 'question', 'answers', 'goldTurns'].includes(field)) extra[field] = (extra[field] ?? 0) + 1;
   const gold = rows.filter((row) => Array.isArray(row.goldTurns)).map((row) => (row.goldTurns as unknown[]).length);
   const mean = (values: number[]) => (values.length ? values.reduce((a, b) => a + b, 0) / values.length : 0);
   return {
@@ -188,7 +197,12 @@ export function datasetStatistics(key: string, text: string): DatasetStatistics 
   };
 }
 
-async function mapLimited<T, R>(items: readonly T[], limit: number, work: (item: T) => Promise<R>, onDone?: (done: number) => void): Promise<R[]> {
+async function mapLimited<T, R>(
+  items: readonly T[],
+  limit: number,
+  work: (item: T) => Promise<R>,
+  onDone?: (done: number) => void,
+): Promise<R[]> {
   const results = new Array<R>(items.length);
   let next = 0;
   let done = 0;
@@ -234,7 +248,8 @@ export async function gatherReport(sources: ReportSources, options: GatherOption
     (done) => options.onProgress?.(done, rows.length),
   );
   const views = loaded.filter((entry) => entry !== null);
-  if (views.length < rows.length) notes.push(`${rows.length - views.length} trajectories have no readable record (tool calls and behaviour leave them out)`);
+  if (views.length < rows.length)
+    notes.push(`${rows.length - views.length} trajectories have no readable record (tool calls and behaviour leave them out)`);
   const viewById = new Map(views.map((entry) => [entry.view.trajectoryId, entry]));
 
   const training = rows.filter(isTraining);
@@ -244,7 +259,8 @@ export async function gatherReport(sources: ReportSources, options: GatherOption
   for (const summary of await sources.source.evaluationSummaries(runId, versions, 500)) {
     const parsed = evaluationSummarySchema.safeParse(summary);
     if (parsed.success) evaluations.push(parsed.data);
-    else notes.push(`an evaluation_results row does not match evaluationSummarySchema (${parsed.error.issues[0]?.path.join('.')}): left out`);
+    else
+      notes.push(`an evaluation_results row does not match evaluationSummarySchema (${parsed.error.issues[0]?.path.join('.')}): left out`);
   }
 
   let dataset: DatasetStatistics | null = null;
@@ -259,7 +275,8 @@ export async function gatherReport(sources: ReportSources, options: GatherOption
   }
 
   const toolTally = new Map<string, number>();
-  for (const { view } of views) for (const turn of view.turns) for (const call of turn.toolCalls) toolTally.set(call.tool, (toolTally.get(call.tool) ?? 0) + 1);
+  for (const { view } of views)
+    for (const turn of view.turns) for (const call of turn.toolCalls) toolTally.set(call.tool, (toolTally.get(call.tool) ?? 0) + 1);
   const toolCallsOf = (row: ReportTrajectoryRow) => viewById.get(row.trajectoryId)?.behaviour.toolCalls;
   const groups = [
     ['training', training],
@@ -287,7 +304,8 @@ export async function gatherReport(sources: ReportSources, options: GatherOption
   ];
   const steps = learner ? stepPoints(learner.history, learner.startedAtMs) : [];
   const trainingTimes = training.map((row) => row.createdAt);
-  const spanHours = trainingTimes.length > 1 ? (Math.max(...trainingTimes.map(Number)) - Math.min(...trainingTimes.map(Number))) / 3_600_000 : 0;
+  const spanHours =
+    trainingTimes.length > 1 ? (Math.max(...trainingTimes.map(Number)) - Math.min(...trainingTimes.map(Number))) / 3_600_000 : 0;
   const model: ReportModel = {
     runId,
     generatedAt: new Date().toISOString(),
@@ -312,7 +330,12 @@ export async function gatherReport(sources: ReportSources, options: GatherOption
       'consumed',
     ),
     throughput: throughput(trainingTimes),
-    turns: groups.flatMap(([group, list]) => counts(list.map((row) => row.turns), group)),
+    turns: groups.flatMap(([group, list]) =>
+      counts(
+        list.map((row) => row.turns),
+        group,
+      ),
+    ),
     toolCalls: groups.flatMap(([group, list]) =>
       counts(
         list.map(toolCallsOf).filter((value) => value !== undefined),
@@ -323,23 +346,20 @@ export async function gatherReport(sources: ReportSources, options: GatherOption
     benchmarks: evaluations,
     dataset,
     behaviour: behaviourByVersion(views.map((entry) => entry.behaviour)),
-    trajectories: rows.map(
-      (row): TrajectoryRow => ({
-        trajectoryId: row.trajectoryId,
-        group: isTraining(row) ? 'training' : 'held-out',
-        dataset: row.dataset,
-        question: row.question,
-        answer: row.answer,
-        reward: row.reward,
-        turns: row.turns,
-        toolCalls: toolCallsOf(row) ?? null,
-        version: versionOf(row),
-        stopReason: row.stopReason,
-        page: null,
-      }),
-    ),
+    trajectories: rows.map((row): TrajectoryRow => ({
+      trajectoryId: row.trajectoryId,
+      group: isTraining(row) ? 'training' : 'held-out',
+      dataset: row.dataset,
+      question: row.question,
+      answer: row.answer,
+      reward: row.reward,
+      turns: row.turns,
+      toolCalls: toolCallsOf(row) ?? null,
+      version: versionOf(row),
+      stopReason: row.stopReason,
+      page: null,
+    })),
     notes,
   };
   return { model, views };
 }
-

@@ -33,8 +33,8 @@ const fixed = (value: number | null | undefined, digits = 3) =>
 const percent = (value: number | null | undefined) => (value === null || value === undefined ? '–' : `${(value * 100).toFixed(0)} %`);
 
 function intervalChart(values: readonly object[], yTitle: string): Record<string, unknown> {
-  const x = { field: 'version', type: 'ordinal', title: 'policy version' };
-  const color = { field: 'series', type: 'nominal', title: null };
+  const x = { field: 'version', type: 'ordinal', title: 'policy version', axis: { labelAngle: 0 } };
+  const color = { field: 'series', type: 'nominal', title: null, legend: { orient: 'bottom', columns: 2, labelLimit: 400 } };
   return {
     $schema: schema,
     width,
@@ -73,10 +73,10 @@ function histogram(values: readonly CountPoint[], xTitle: string): Record<string
     data: { values },
     mark: 'bar',
     encoding: {
-      x: { field: 'value', type: 'ordinal', title: xTitle },
+      x: { field: 'value', type: 'ordinal', title: xTitle, axis: { labelAngle: 0 } },
       xOffset: { field: 'group' },
       y: { field: 'count', type: 'quantitative', title: 'trajectories' },
-      color: { field: 'group', type: 'nominal', title: null },
+      color: { field: 'group', type: 'nominal', title: null, legend: { orient: 'bottom' } },
       tooltip: [{ field: 'group' }, { field: 'value' }, { field: 'count' }],
     },
   };
@@ -86,7 +86,8 @@ function histogram(values: readonly CountPoint[], xTitle: string): Record<string
 export function reportCharts(model: ReportModel): Chart[] {
   const charts: Chart[] = [];
   // Bootstrap intervals are only drawn where they exist: a rule from low to high.
-  const withBounds = (points: ReportModel['trainingReward']) => points.map((point) => ({ ...point, low: point.low ?? point.mean, high: point.high ?? point.mean }));
+  const withBounds = (points: ReportModel['trainingReward']) =>
+    points.map((point) => ({ ...point, low: point.low ?? point.mean, high: point.high ?? point.mean }));
   if (model.trainingReward.length)
     charts.push({
       id: 'chart-training-reward',
@@ -115,7 +116,7 @@ export function reportCharts(model: ReportModel): Chart[] {
         data: { values: model.steps },
         mark: { type: 'bar' },
         encoding: {
-          x: { field: 'step', type: 'ordinal', title: 'training step' },
+          x: { field: 'step', type: 'ordinal', title: 'training step', axis: { labelAngle: 0 } },
           y: { field: 'maxStaleness', type: 'quantitative', title: 'max staleness (versions)', axis: { tickMinStep: 1 } },
           tooltip: [{ field: 'step' }, { field: 'version' }, { field: 'maxStaleness' }],
         },
@@ -132,7 +133,7 @@ export function reportCharts(model: ReportModel): Chart[] {
         data: { values: model.steps.filter((step) => step.busyFraction !== null) },
         mark: { type: 'bar' },
         encoding: {
-          x: { field: 'step', type: 'ordinal', title: 'training step' },
+          x: { field: 'step', type: 'ordinal', title: 'training step', axis: { labelAngle: 0 } },
           y: { field: 'busyFraction', type: 'quantitative', title: 'busy fraction', scale: { domain: [0, 1] }, axis: { format: '%' } },
           tooltip: [{ field: 'step' }, { field: 'trainSeconds', format: '.1f' }, { field: 'busyFraction', format: '.0%' }],
         },
@@ -143,7 +144,8 @@ export function reportCharts(model: ReportModel): Chart[] {
     charts.push({
       id: 'chart-staleness',
       title: 'Staleness of consumed trajectories',
-      description: 'Trajectories a step trained on, by the version trained from minus the oldest version that generated any of their tokens.',
+      description:
+        'Trajectories a step trained on, by the version trained from minus the oldest version that generated any of their tokens.',
       spec: histogram(model.staleness, 'staleness (versions)'),
     });
   if (model.throughput.length)
@@ -160,7 +162,10 @@ export function reportCharts(model: ReportModel): Chart[] {
         encoding: {
           x: { field: 'at', type: 'temporal', title: 'time' },
           y: { field: 'samplesPerHour', type: 'quantitative', title: 'samples / hour' },
-          tooltip: [{ field: 'at', type: 'temporal', format: '%H:%M:%S' }, { field: 'samplesPerHour', format: '.0f' }],
+          tooltip: [
+            { field: 'at', type: 'temporal', format: '%H:%M:%S' },
+            { field: 'samplesPerHour', format: '.0f' },
+          ],
         },
       },
     });
@@ -180,7 +185,9 @@ export function reportCharts(model: ReportModel): Chart[] {
     });
   if (model.behaviour.length) {
     const shares = model.behaviour.flatMap((row) => [
-      ...(row.verifiedShare === null ? [] : [{ version: row.version, measure: 'answers verified by a further search', value: row.verifiedShare }]),
+      ...(row.verifiedShare === null
+        ? []
+        : [{ version: row.version, measure: 'answers verified by a further search', value: row.verifiedShare }]),
       { version: row.version, measure: 'expresses uncertainty', value: row.uncertaintyShare },
       { version: row.version, measure: 'notes conflicting evidence', value: row.conflictShare },
     ]);
@@ -196,7 +203,7 @@ export function reportCharts(model: ReportModel): Chart[] {
       data: { values },
       mark: { type: 'line', point: { filled: true, size: 60 } },
       encoding: {
-        x: { field: 'version', type: 'ordinal', title: 'policy version' },
+        x: { field: 'version', type: 'ordinal', title: 'policy version', axis: { labelAngle: 0 } },
         y: { field: 'value', type: 'quantitative', title, axis: { format } },
         color: { field: 'measure', type: 'nominal', title: null, legend: { orient: 'bottom', columns: 1 } },
         tooltip: [{ field: 'measure' }, { field: 'version' }, { field: 'value', format: '.2f' }],
@@ -205,7 +212,8 @@ export function reportCharts(model: ReportModel): Chart[] {
     charts.push({
       id: 'chart-behaviour-shares',
       title: 'Expert behaviours across versions: shares',
-      description: 'Share of answered trajectories whose answer was checked by a further search after it first appeared; share of trajectories whose own text expresses uncertainty or notes conflicting evidence.',
+      description:
+        'Share of answered trajectories whose answer was checked by a further search after it first appeared; share of trajectories whose own text expresses uncertainty or notes conflicting evidence.',
       spec: lines(shares, 'share', '%'),
     });
     charts.push({
@@ -314,7 +322,18 @@ export function renderReport(model: ReportModel, runtime: ChartRuntime): string 
     ]),
   );
   const behaviour = table(
-    ['version', 'trajectories', 'answered', 'verified by a further search', 'distinct documents', 'uncertainty', 'conflicting evidence', 'tool calls / trajectory', 'tool calls / question', 'mean reward'],
+    [
+      'version',
+      'trajectories',
+      'answered',
+      'verified by a further search',
+      'distinct documents',
+      'uncertainty',
+      'conflicting evidence',
+      'tool calls / trajectory',
+      'tool calls / question',
+      'mean reward',
+    ],
     model.behaviour.map((row) => [
       `v${row.version}`,
       String(row.trajectories),

@@ -11,7 +11,9 @@ export function formatReportSummary(model: ReportModel): string {
     `trajectories: ${summary.trainingTrajectories} training, ${summary.heldOutTrajectories} held-out · steps ${summary.steps}${summary.finalVersion === null ? '' : ` · final version v${summary.finalVersion}`}`,
   ];
   if (model.trainingReward.length)
-    lines.push(`training reward per version (mean [95 % CI]): ${model.trainingReward.map((point) => `v${point.version} ${interval(point)}`).join(' → ')}`);
+    lines.push(
+      `training reward per version (mean [95 % CI]): ${model.trainingReward.map((point) => `v${point.version} ${interval(point)}`).join(' → ')}`,
+    );
   const series = [...new Set(model.heldOut.map((point) => point.series))];
   for (const name of series)
     lines.push(
@@ -31,7 +33,8 @@ export function formatReportSummary(model: ReportModel): string {
       `behaviour v${row.version} (${row.trajectories}): verified ${row.verifiedShare === null ? '–' : `${(row.verifiedShare * 100).toFixed(0)} %`} · documents ${row.meanDistinctDocuments.toFixed(1)} · uncertainty ${(row.uncertaintyShare * 100).toFixed(0)} % · conflict ${(row.conflictShare * 100).toFixed(0)} % · tool calls/question ${row.meanToolCallsPerQuestion.toFixed(2)}`,
     );
   if (model.benchmarks.length) lines.push(`evaluation results: ${model.benchmarks.length} (table in the report)`);
-  if (model.dataset) lines.push(`training set ${model.dataset.key}: ${model.dataset.questions} questions, ${model.dataset.withGoldTurns} with a gold path`);
+  if (model.dataset)
+    lines.push(`training set ${model.dataset.key}: ${model.dataset.questions} questions, ${model.dataset.withGoldTurns} with a gold path`);
   for (const note of model.notes) lines.push(`note: ${note}`);
   return lines.join('\n');
 }

@@ -22,7 +22,11 @@ function indent(text: string, prefix: string): string {
 }
 
 function callLine(call: ToolCallView): string {
-  const flags = [call.ok ? 'ok' : call.invalid ? 'invalid' : 'failed', `${Math.round(call.latencyMs)} ms`, ...(call.cacheHit ? ['cached'] : [])];
+  const flags = [
+    call.ok ? 'ok' : call.invalid ? 'invalid' : 'failed',
+    `${Math.round(call.latencyMs)} ms`,
+    ...(call.cacheHit ? ['cached'] : []),
+  ];
   const documents = call.documentIds.length ? ` · documents ${call.documentIds.join(', ')}` : '';
   return `${call.tool}(${inputText(call.input)}) — ${flags.join(', ')}${documents}`;
 }
@@ -36,7 +40,11 @@ function behaviourLines(behaviour: TrajectoryBehaviour): string[] {
 }
 
 /** Terminal text; `observationChars` clips each observation (0: no clipping). */
-export function formatTrajectory(view: TrajectoryView, behaviour: TrajectoryBehaviour, options: { observationChars?: number } = {}): string {
+export function formatTrajectory(
+  view: TrajectoryView,
+  behaviour: TrajectoryBehaviour,
+  options: { observationChars?: number } = {},
+): string {
   const clip = options.observationChars ?? 0;
   const lines = [
     `trajectory ${view.trajectoryId}`,
@@ -49,14 +57,20 @@ export function formatTrajectory(view: TrajectoryView, behaviour: TrajectoryBeha
     ...behaviourLines(behaviour),
   ];
   for (const turn of view.turns) {
-    lines.push('', `── turn ${turn.turn} · asked v${turn.policyVersion} · tokens from ${versions(turn.tokenVersions)} · ${turn.generatedTokens} tokens${turn.interruptions ? ` · interrupted ${turn.interruptions}×` : ''} · ${turn.action}`);
+    lines.push(
+      '',
+      `── turn ${turn.turn} · asked v${turn.policyVersion} · tokens from ${versions(turn.tokenVersions)} · ${turn.generatedTokens} tokens${turn.interruptions ? ` · interrupted ${turn.interruptions}×` : ''} · ${turn.action}`,
+    );
     lines.push(indent(turn.text, '  │ '));
     if (turn.invalidReason) lines.push(`  ✗ invalid: ${turn.invalidReason}`);
     for (const call of turn.toolCalls) {
       lines.push(`  → ${callLine(call)}`);
       if (call.observation === null) lines.push('    (observation not stored)');
       else {
-        const text = clip > 0 && call.observation.length > clip ? `${call.observation.slice(0, clip)}… (${call.observation.length} characters)` : call.observation;
+        const text =
+          clip > 0 && call.observation.length > clip
+            ? `${call.observation.slice(0, clip)}… (${call.observation.length} characters)`
+            : call.observation;
         lines.push(indent(text, '    ‹ '));
       }
     }

@@ -18,7 +18,11 @@ export function loadChartRuntime(): ChartRuntime {
     if (!fs.existsSync(location)) throw new Error(`${location} is missing: run infra/install.sh (npm ci) to install the chart runtime`);
     return fs.readFileSync(location, 'utf8');
   };
-  return { vega: read('vega', 'vega.min.js'), vegaLite: read('vega-lite', 'vega-lite.min.js'), vegaEmbed: read('vega-embed', 'vega-embed.min.js') };
+  return {
+    vega: read('vega', 'vega.min.js'),
+    vegaLite: read('vega-lite', 'vega-lite.min.js'),
+    vegaEmbed: read('vega-embed', 'vega-embed.min.js'),
+  };
 }
 
 export interface WriteReportOptions {
@@ -29,7 +33,11 @@ export interface WriteReportOptions {
   readonly maxTrajectories?: number;
 }
 
-export async function writeReport(services: Services, home: string, options: WriteReportOptions): Promise<{ model: ReportModel; path: string }> {
+export async function writeReport(
+  services: Services,
+  home: string,
+  options: WriteReportOptions,
+): Promise<{ model: ReportModel; path: string }> {
   const runtime = loadChartRuntime();
   let client: Client | null = null;
   try {

@@ -64,10 +64,10 @@ export function createPgReportSource(pool: pg.Pool) {
       }));
     },
     async countTrajectories(runId: string, idPrefixes: readonly string[]): Promise<number> {
-      const result = await pool.query(`SELECT count(*)::int AS n FROM trajectories WHERE run_id = $1 OR trajectory_id LIKE ANY($2::text[])`, [
-        runId,
-        idPrefixes.map(likePrefix),
-      ]);
+      const result = await pool.query(
+        `SELECT count(*)::int AS n FROM trajectories WHERE run_id = $1 OR trajectory_id LIKE ANY($2::text[])`,
+        [runId, idPrefixes.map(likePrefix)],
+      );
       return result.rows[0].n;
     },
     /** Trajectories the run's steps trained on, with the version each step trained from. */
@@ -80,7 +80,12 @@ export function createPgReportSource(pool: pg.Pool) {
           WHERE u.run_id = $1 AND u.state = 'consumed'`,
         [runId],
       );
-      return result.rows.map((row) => ({ trajectoryId: row.trajectory_id, step: row.step, currentVersion: row.current_version, versions: row.versions }));
+      return result.rows.map((row) => ({
+        trajectoryId: row.trajectory_id,
+        step: row.step,
+        currentVersion: row.current_version,
+        versions: row.versions,
+      }));
     },
     /** Evaluation summaries (jsonb, unparsed) of the run or of the given policy versions, oldest first. */
     async evaluationSummaries(runId: string, versions: readonly number[], limit: number): Promise<unknown[]> {
