@@ -18,7 +18,7 @@ import { createInProcessAgent } from '../composition/in-process-agent.js';
 import { learnerWorkflowType, type LearnerResult } from '../workflows/contracts/learner.contract.js';
 import { trajectoryWorkflowType } from '../workflows/contracts/trajectory.contract.js';
 import type { EvaluationSummary } from '../activities/ports/evaluation-result.schema.js';
-import { openContext, uniquePrefix } from './helpers/stack.js';
+import { openContext, uniquePrefix, waitUntil } from './helpers/stack.js';
 import { checkReportInBrowser } from './helpers/chromium.js';
 
 const cli = (args: string[]) => {
@@ -223,6 +223,31 @@ test(
       assert.equal(parsed.trajectory.turns.length, 3);
       assert.equal(parsed.behaviour.toolCalls, 2);
       assert.equal(parsed.behaviour.verifiedBySearch, true);
+
+      // The Web UI: each child says what it is and where to read it; search attributes filter by run, question, reward, version and status.
+      const child = await context.client.workflow.getHandle(id).describe();
+      assert.match((await child.staticSummary()) ?? '', /^q\d: script:/);
+      const details = (await child.staticDetails()) ?? '';
+      assert.match(details, new RegExp(`longhaul show ${id}`));
+      assert.ok(details.includes('dataset `datasets/' + runId + '/train.jsonl`'), details);
+      assert.match(details, new RegExp(`LonghaulRunId = '${runId}' AND LonghaulQuestionId = 'q\\d'`));
+      const query = `LonghaulKind = 'trajectory' AND LonghaulRunId = '${runId}' AND LonghaulReward >= 1 AND LonghaulPolicyVersion >= 0 AND LonghaulStatus = 'completed'`;
+      const rewarded = await context.pool.query<{ n: number }>(
+        'SELECT count(*)::int AS n FROM trajectories WHERE run_id = $1 AND reward >= 1',
+        [runId],
+      );
+      assert.ok(rewarded.rows[0]!.n > 0);
+      let listed = -1;
+      // Visibility is updated asynchronously: poll until the list agrees with the table.
+      await waitUntil(
+        async () => {
+          listed = 0;
+          for await (const execution of context.client.workflow.list({ query })) if (execution.workflowId) listed += 1;
+          return listed === rewarded.rows[0]!.n;
+        },
+        30_000,
+        `the query ${query} to list the ${rewarded.rows[0]!.n} rewarded trajectories (lists ${listed})`,
+      );
 
       const unknown = cli(['show', `${prefix}no-such-trajectory`]);
       assert.equal(unknown.code, 2);

@@ -32,6 +32,7 @@ import { startVersionFlag } from '../start-version.js';
 import { followWarmStart } from './warm-start.command.js';
 import { describeProgress, pendingActivityProgress } from '../activity-progress.js';
 import { writeReport } from '../report/write-report.js';
+import { trajectoryMetadata } from '../../workflows/trajectory-child.js';
 
 interface Accuracy {
   readonly questions: number;
@@ -62,9 +63,17 @@ async function evaluate(
   let done = 0;
   const results = await Promise.all(
     questions.map(async (question, index) => {
+      const workflowId = `${runTag}-${label.replace(/\W+/g, '-')}-${index}`;
       const result = (await client.workflow.execute(trajectoryWorkflowType, {
         taskQueue,
-        workflowId: `${runTag}-${label.replace(/\W+/g, '-')}-${index}`,
+        workflowId,
+        ...trajectoryMetadata({
+          workflowId,
+          question: question.question,
+          questionId: question.id,
+          dataset: `demo-${label}`,
+          answers: question.answers,
+        }),
         args: [
           {
             question: question.question,
