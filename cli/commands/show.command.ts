@@ -23,7 +23,7 @@ the trajectory's workflow id (Web UI, \`longhaul report\` pages, \`temporal work
   --observation-chars N   clip each observation to N characters (default 0: whole)`,
   async run(args) {
     const { values, positionals } = parseFlags(args, { json: { type: 'boolean' }, 'observation-chars': { type: 'string' } }, true);
-    if (positionals.length !== 1) throw new UsageError(`expects one trajectory id, got ${positionals.length}`);
+    if (positionals.length !== 1) throw new UsageError(`<trajectory-id>: expects one trajectory id, got ${positionals.length}`);
     const trajectoryId = positionals[0]!;
     const observationChars = integerFlag(values['observation-chars'], 'observation-chars', 0, 0, 10_000_000);
     const services = openServices(config());
