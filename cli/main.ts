@@ -22,6 +22,8 @@ import { serveCommand } from './commands/serve.command.js';
 import { evalCommand } from './commands/eval.command.js';
 import { datasetsCommand } from './commands/datasets.command.js';
 import { codecServerCommand } from './commands/codec-server.command.js';
+import { reportCommand } from './commands/report.command.js';
+import { showCommand } from './commands/show.command.js';
 import { errorTypes, LonghaulError } from '../workflows/contracts/errors.js';
 
 const commands: readonly Command[] = [
@@ -45,6 +47,8 @@ const commands: readonly Command[] = [
   evalCommand,
   datasetsCommand,
   codecServerCommand,
+  reportCommand,
+  showCommand,
 ];
 
 function help(): string {

@@ -52,6 +52,9 @@ if [ $# -gt 0 ]; then
   files=("${selected[@]}")
   echo "selected ${#files[@]} test file(s)$([ $run_engine = 1 ] && echo ' and the engine tests')"
 fi
+# The report's browser tests need headless Chromium: installed here (not by install.sh: running
+# Longhaul does not need it), only when such a test is selected. If it cannot be installed, those tests fail saying so.
+for file in "${files[@]}"; do [[ "$file" == *browser* ]] && { bash infra/install-chromium.sh || true; break; }; done
 node_status=0; node_pass=0; node_fail=0
 if [ ${#files[@]} -gt 0 ]; then
   node --test --test-concurrency="${LONGHAUL_TEST_CONCURRENCY:-2}" --test-timeout=600000 \

@@ -41,7 +41,7 @@ import { queuePrefixOf } from './contracts/queues.js';
 import { searchAttributes } from './contracts/search-attributes.js';
 import { interruptSignal, trajectoryFinishedSignal, type TrajectoryReport } from './contracts/trajectory.contract.js';
 import { mayAdmitGroup } from './learner-admission.js';
-import { childTrajectoryInput, withRolloutSampling } from './trajectory-child.js';
+import { childTrajectoryInput, trajectoryMetadata, trajectoryMetadataPatch, withRolloutSampling } from './trajectory-child.js';
 import { validated } from './validated.js';
 import type { trajectory } from './trajectory.workflow.js';
 
@@ -195,6 +195,8 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
         workflowId: childId,
         args: [childInput],
         parentClosePolicy: ParentClosePolicy.ABANDON,
+        // What the child is and where to read it, in the Web UI; behind a patch so earlier histories replay.
+        ...(patched(trajectoryMetadataPatch) ? trajectoryMetadata({ workflowId: childId, ...childInput, sample }) : {}),
       });
     }
     if (!groupBeforeChildren) enter();

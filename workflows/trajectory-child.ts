@@ -52,3 +52,55 @@ export function withRolloutSampling(settings: TrajectorySettings | undefined): T
   if (settings?.options?.temperature !== undefined) return settings;
   return { ...(settings ?? {}), options: { ...(settings?.options ?? {}), temperature: rlRolloutTemperature } };
 }
+
+/** The patch behind the children's static summary and details (histories recorded before it replay without them). */
+export const trajectoryMetadataPatch = 'trajectory-metadata';
+
+/** Temporal's limit on a static summary, in bytes; the summary is clipped by characters well inside it. */
+const summaryChars = 150;
+
+function oneLine(text: string, max: number): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+}
+
+/**
+ * What a trajectory is and where to look, for the Web UI (static summary: the list's one line;
+ * static details: Markdown on the workflow's page). Pure, so it runs in workflow code.
+ */
+export function trajectoryMetadata(input: {
+  readonly workflowId: string;
+  readonly question: string;
+  readonly questionId?: string;
+  readonly dataset?: string;
+  readonly runId?: string;
+  readonly policyVersion?: number;
+  readonly sample?: number;
+  readonly answers?: readonly string[];
+}): { staticSummary: string; staticDetails: string } {
+  const label = input.questionId ? `${input.questionId}: ` : '';
+  const staticSummary = oneLine(`${label}${input.question}`, summaryChars);
+  const code = (text: string) => `\`${text.replace(/`/g, "'")}\``;
+  const where = [
+    input.dataset ? `dataset ${code(input.dataset)}` : null,
+    input.questionId ? `question ${code(input.questionId)}` : null,
+    input.sample !== undefined ? `sample ${input.sample}` : null,
+    input.runId ? `run ${code(input.runId)}` : null,
+    input.policyVersion !== undefined ? `started on policy v${input.policyVersion}` : null,
+  ].filter((part) => part !== null);
+  const filters = [
+    input.runId ? `LonghaulRunId = '${input.runId}'` : null,
+    input.questionId ? `LonghaulQuestionId = '${input.questionId}'` : null,
+  ].filter((part) => part !== null);
+  const staticDetails = [
+    `**Trajectory** of the question: ${oneLine(input.question, 2000)}`,
+    input.answers?.length ? `**Gold answers:** ${input.answers.map((answer) => oneLine(answer, 200)).join(' | ')}` : null,
+    where.length ? where.join(' · ') : null,
+    `**Read it:** ${code(`longhaul show ${input.workflowId}`)} prints every turn, tool call and observation once it has finished;` +
+      (input.runId ? ` ${code(`longhaul report --run ${input.runId}`)} links its page.` : ' the run report links its page.'),
+    filters.length ? `**Its siblings:** ${code(filters.join(' AND '))} in the workflow list's query box.` : null,
+  ]
+    .filter((line) => line !== null)
+    .join('\n\n');
+  return { staticSummary, staticDetails };
+}

@@ -29,7 +29,7 @@ import {
   type WarmStartStep,
 } from './contracts/warm-start.contract.js';
 import { parseWarmStartInput } from './contracts/warm-start.input.js';
-import { childTrajectoryInput } from './trajectory-child.js';
+import { childTrajectoryInput, trajectoryMetadata, trajectoryMetadataPatch } from './trajectory-child.js';
 import { validated } from './validated.js';
 import type { trajectory } from './trajectory.workflow.js';
 
@@ -79,6 +79,8 @@ export async function warmStart(raw: WarmStartInput): Promise<WarmStartResult> {
       workflowId: childId,
       args: [child],
       parentClosePolicy: ParentClosePolicy.TERMINATE,
+      // What the child is and where to read it, in the Web UI; behind a patch so earlier histories replay.
+      ...(patched(trajectoryMetadataPatch) ? trajectoryMetadata({ workflowId: childId, ...child }) : {}),
     });
     const done: Promise<void> = handle
       .result()

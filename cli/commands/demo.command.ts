@@ -31,6 +31,8 @@ import { progressBar } from '../progress.js';
 import { startVersionFlag } from '../start-version.js';
 import { followWarmStart } from './warm-start.command.js';
 import { describeProgress, pendingActivityProgress } from '../activity-progress.js';
+import { writeReport } from '../report/write-report.js';
+import { trajectoryMetadata } from '../../workflows/trajectory-child.js';
 
 interface Accuracy {
   readonly questions: number;
@@ -61,9 +63,17 @@ async function evaluate(
   let done = 0;
   const results = await Promise.all(
     questions.map(async (question, index) => {
+      const workflowId = `${runTag}-${label.replace(/\W+/g, '-')}-${index}`;
       const result = (await client.workflow.execute(trajectoryWorkflowType, {
         taskQueue,
-        workflowId: `${runTag}-${label.replace(/\W+/g, '-')}-${index}`,
+        workflowId,
+        ...trajectoryMetadata({
+          workflowId,
+          question: question.question,
+          questionId: question.id,
+          dataset: `demo-${label}`,
+          answers: question.answers,
+        }),
         args: [
           {
             question: question.question,
@@ -137,8 +147,8 @@ search-then-answer path), evaluates the policy on held-out questions, warm-start
 workflow: gold paths replayed through the real agent loop, kept when the reward confirms them,
 sftStep on the gpu-train queue) and evaluates again, runs async RL (the learner workflow with
 trajectory children and trainStep), evaluates a last time, and writes a report to
-LONGHAUL_HOME/reports/. Every step is a durable workflow: watch them in the Web UI. Flags scale it
-up on a GPU.
+LONGHAUL_HOME/reports/ (<run>.json, and <run>.html as \`longhaul report\` writes it). Every step
+is a durable workflow: watch them in the Web UI. Flags scale it up on a GPU.
 
   --train-questions N  questions for RL (default 8)       --eval-questions N  held-out questions (default 6)
   --steps N            training steps (default 2)          --batch N           trajectories per step (default 8)
@@ -385,6 +395,9 @@ up on a GPU.
         `max staleness ${learned!.maxStaleness} versions · trainer busy ${(learned!.trainerBusy * 100).toFixed(0)} % · ${learned!.samplesPerHour.toFixed(0)} samples/h`,
       );
       console.log(`report: ${reportPath}`);
+      // The HTML report (charts, behaviour, a page per trajectory) from what the run left in the stores.
+      const html = await writeReport(services, settings.home, { runId, out: reportPath.replace(/\.json$/, '.html'), pages: true });
+      console.log(`HTML report: ${html.path}`);
       return 0;
     } finally {
       await services.close();

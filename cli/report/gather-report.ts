@@ -1,0 +1,365 @@
+/**
+ * Gathers a run's ReportModel from where each fact lives: the learner workflow (its result, or its
+ * `state` query while it runs) for step statistics, the demo's JSON report when the learner is gone,
+ * Postgres for trajectories, consumed batches and evaluation results, and the blob store for the
+ * trajectory records, their observations and the training set. Everything computed here is counted
+ * from those; what is missing becomes a note, never a zero.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Client } from '@temporalio/client';
+import { analyseTrajectory, behaviourByVersion, type TrajectoryBehaviour } from '../../activities/analysis/behaviour.js';
+import { meanWithInterval } from '../../activities/analysis/interval.js';
+import { loadTrajectoryView, type TrajectoryView } from '../../activities/analysis/trajectory-view.js';
+import { evaluationSummarySchema, type EvaluationSummary } from '../../activities/ports/evaluation-result.schema.js';
+import type { BlobStore } from '../../activities/ports/blob-store.port.js';
+import type { ReportSource, ReportTrajectoryRow } from '../../infra/postgres/report-source.pg.js';
+import { learnerStateQuery, type LearnerResult, type LearnerState, type StepStats } from '../../workflows/contracts/learner.contract.js';
+import type {
+  CountPoint,
+  DatasetStatistics,
+  IntervalPoint,
+  ReportModel,
+  StepPoint,
+  ThroughputPoint,
+  TrajectoryRow,
+} from './report-model.js';
+
+export interface ReportSources {
+  readonly source: ReportSource;
+  readonly blobs: BlobStore;
+  /** null: Temporal is not reachable; the demo report's copy of the step statistics is used. */
+  readonly client: Client | null;
+  /** LONGHAUL_HOME: the demo's JSON reports are in <home>/reports. */
+  readonly home: string;
+}
+
+export interface GatherOptions {
+  readonly runId: string;
+  /** Trajectories read at most (rows and records). @default 2000 */
+  readonly maxTrajectories?: number;
+  readonly onProgress?: (done: number, total: number) => void;
+}
+
+export interface GatheredReport {
+  readonly model: ReportModel;
+  /** The trajectories whose records were read, with their behaviour, for the per-trajectory pages. */
+  readonly views: readonly { view: TrajectoryView; behaviour: TrajectoryBehaviour }[];
+}
+
+/** The demo's held-out evaluations are trajectories named `<run>-eval-<stage>-<i>`. */
+export const demoEvaluationPrefix = (runId: string) => `${runId}-eval-`;
+
+interface LearnerFacts {
+  readonly history: readonly StepStats[];
+  readonly startedAtMs: number | null;
+  readonly samplesPerHour: number | null;
+  readonly trainerBusy: number | null;
+  readonly maxStaleness: number | null;
+  readonly wallSeconds: number | null;
+  readonly finalVersion: number | null;
+}
+
+/** The demo's JSON report (cli/commands/demo.command.ts), read loosely: only `learning` and `seconds` are used. */
+function demoReport(home: string, runId: string): { learning?: Partial<LearnerResult>; seconds?: number } | null {
+  const file = path.join(home, 'reports', `${runId}.json`);
+  if (!fs.existsSync(file)) return null;
+  try {
+    return JSON.parse(fs.readFileSync(file, 'utf8')) as { learning?: Partial<LearnerResult>; seconds?: number };
+  } catch {
+    return null;
+  }
+}
+
+async function learnerFacts(client: Client | null, home: string, runId: string, notes: string[]): Promise<LearnerFacts | null> {
+  if (client) {
+    const handle = client.workflow.getHandle(`learner-${runId}`);
+    try {
+      const description = await handle.describe();
+      const startedAtMs = description.startTime.getTime();
+      if (description.status.name === 'COMPLETED') {
+        const result = (await handle.result()) as LearnerResult;
+        return {
+          history: result.history,
+          startedAtMs,
+          samplesPerHour: result.samplesPerHour,
+          trainerBusy: result.trainerBusy,
+          maxStaleness: result.maxStaleness,
+          wallSeconds: result.wallSeconds,
+          finalVersion: result.finalVersion,
+        };
+      }
+      if (description.status.name === 'RUNNING') {
+        const state = (await handle.query(learnerStateQuery)) as LearnerState;
+        notes.push(`the learner is still running (step ${state.step}, v${state.version}): statistics so far`);
+        return {
+          history: state.history,
+          startedAtMs,
+          samplesPerHour: null,
+          trainerBusy: state.trainerBusy,
+          maxStaleness: state.history.length ? Math.max(...state.history.map((step) => step.maxStaleness)) : null,
+          wallSeconds: (Date.now() - startedAtMs) / 1000,
+          finalVersion: state.version,
+        };
+      }
+      notes.push(`the learner workflow learner-${runId} ended ${description.status.name.toLowerCase()}`);
+    } catch (error) {
+      if ((error as Error).name !== 'WorkflowNotFoundError') notes.push(`learner-${runId}: ${(error as Error).message}`);
+    }
+  }
+  const demo = demoReport(home, runId);
+  const learning = demo?.learning;
+  if (learning?.history)
+    return {
+      history: learning.history,
+      startedAtMs: null,
+      samplesPerHour: learning.samplesPerHour ?? null,
+      trainerBusy: learning.trainerBusy ?? null,
+      maxStaleness: learning.maxStaleness ?? null,
+      wallSeconds: null,
+      finalVersion: learning.history.at(-1)?.version ?? null,
+    };
+  return null;
+}
+
+/** busy fraction of each step: its train seconds over the wall time since the previous step ended. */
+export function stepPoints(history: readonly StepStats[], startedAtMs: number | null): StepPoint[] {
+  return history.map((stats, index) => {
+    const since = index > 0 ? history[index - 1]!.finishedAtMs : startedAtMs;
+    const wall = since === null ? 0 : stats.finishedAtMs - since;
+    return {
+      step: stats.step,
+      version: stats.version,
+      meanReward: stats.meanReward,
+      maxStaleness: stats.maxStaleness,
+      trainSeconds: stats.trainSeconds,
+      syncSeconds: stats.syncSeconds ?? null,
+      finishedAtMs: stats.finishedAtMs,
+      busyFraction: wall > 0 ? Math.min(1, (stats.trainSeconds * 1000) / wall) : null,
+    };
+  });
+}
+
+function counts(values: readonly number[], group: string): CountPoint[] {
+  const tally = new Map<number, number>();
+  for (const value of values) tally.set(value, (tally.get(value) ?? 0) + 1);
+  return [...tally.entries()].sort(([a], [b]) => a - b).map(([value, count]) => ({ value, group, count }));
+}
+
+/** Finished trajectories per hour in up to 20 equal buckets (at least one minute each) over their span. */
+export function throughput(finishedAt: readonly Date[]): ThroughputPoint[] {
+  if (finishedAt.length < 2) return [];
+  const times = finishedAt.map((date) => date.getTime()).sort((a, b) => a - b);
+  const first = times[0]!;
+  const span = times.at(-1)! - first;
+  const bucketMs = Math.max(60_000, Math.ceil(span / 20));
+  const buckets = Math.floor(span / bucketMs) + 1;
+  const tally = new Array<number>(buckets).fill(0);
+  for (const time of times) tally[Math.floor((time - first) / bucketMs)]! += 1;
+  // The last bucket is usually partial: its rate is over the part that elapsed (at least a second).
+  return tally.map((count, index) => {
+    const width = index === buckets - 1 ? Math.max(1000, span - index * bucketMs) : bucketMs;
+    return { at: new Date(first + index * bucketMs).toISOString(), samplesPerHour: (count * 3_600_000) / width };
+  });
+}
+
+function intervalPoints(rows: readonly { version: number; value: number }[], series: string): IntervalPoint[] {
+  const byVersion = new Map<number, number[]>();
+  for (const row of rows) byVersion.set(row.version, [...(byVersion.get(row.version) ?? []), row.value]);
+  return [...byVersion.entries()]
+    .sort(([a], [b]) => a - b)
+    .map(([version, values]) => {
+      const interval = meanWithInterval(values, { seed: version + 1 });
+      return { version, series, n: interval.n, mean: interval.mean, low: interval.low, high: interval.high };
+    });
+}
+
+/** Statistics of a JSONL question set (id, question, answers, optional goldTurns and other fields). */
+export function datasetStatistics(key: string, text: string): DatasetStatistics {
+  const rows = text
+    .split('\n')
+    .filter((line) => line.trim())
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+  const extra: Record<string, number> = {};
+  for (const row of rows)
+    for (const field of Object.keys(row))
+      if (!['id', 'question', 'answers', 'goldTurns'].includes(field)) extra[field] = (extra[field] ?? 0) + 1;
+  const gold = rows.filter((row) => Array.isArray(row.goldTurns)).map((row) => (row.goldTurns as unknown[]).length);
+  const mean = (values: number[]) => (values.length ? values.reduce((a, b) => a + b, 0) / values.length : 0);
+  return {
+    key,
+    questions: rows.length,
+    meanQuestionChars: mean(rows.map((row) => String(row.question ?? '').length)),
+    meanAnswersPerQuestion: mean(rows.map((row) => (Array.isArray(row.answers) ? row.answers.length : 0))),
+    withGoldTurns: gold.length,
+    goldTurns: counts(gold, 'questions'),
+    extraFields: extra,
+  };
+}
+
+async function mapLimited<T, R>(
+  items: readonly T[],
+  limit: number,
+  work: (item: T) => Promise<R>,
+  onDone?: (done: number) => void,
+): Promise<R[]> {
+  const results = new Array<R>(items.length);
+  let next = 0;
+  let done = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(limit, items.length) }, async () => {
+      while (next < items.length) {
+        const index = next++;
+        results[index] = await work(items[index]!);
+        onDone?.(++done);
+      }
+    }),
+  );
+  return results;
+}
+
+export async function gatherReport(sources: ReportSources, options: GatherOptions): Promise<GatheredReport> {
+  const { runId } = options;
+  const limit = options.maxTrajectories ?? 2000;
+  const notes: string[] = [];
+  const prefixes = [demoEvaluationPrefix(runId)];
+  const [rows, total, consumed, learner] = await Promise.all([
+    sources.source.trajectories(runId, prefixes, limit),
+    sources.source.countTrajectories(runId, prefixes),
+    sources.source.consumed(runId),
+    learnerFacts(sources.client, sources.home, runId, notes),
+  ]);
+  if (total > rows.length) notes.push(`${total} trajectories; the report reads the first ${rows.length} (--max-trajectories)`);
+  if (!learner) notes.push('no learner statistics: no learner workflow and no demo report for this run');
+  const isTraining = (row: ReportTrajectoryRow) => row.runId === runId && !row.trajectoryId.startsWith(prefixes[0]!);
+  const versionOf = (row: ReportTrajectoryRow) => (row.versions.length ? Math.max(...row.versions) : 0);
+
+  const loaded = await mapLimited(
+    rows,
+    8,
+    async (row) => {
+      try {
+        const view = await loadTrajectoryView(sources.blobs, row.trajectoryId);
+        return { view, behaviour: analyseTrajectory(view) };
+      } catch {
+        return null;
+      }
+    },
+    (done) => options.onProgress?.(done, rows.length),
+  );
+  const views = loaded.filter((entry) => entry !== null);
+  if (views.length < rows.length)
+    notes.push(`${rows.length - views.length} trajectories have no readable record (tool calls and behaviour leave them out)`);
+  const viewById = new Map(views.map((entry) => [entry.view.trajectoryId, entry]));
+
+  const training = rows.filter(isTraining);
+  const heldOut = rows.filter((row) => !isTraining(row));
+  const versions = [...new Set([...rows.map(versionOf), ...(learner?.history.map((step) => step.version) ?? [])])];
+  const evaluations: EvaluationSummary[] = [];
+  for (const summary of await sources.source.evaluationSummaries(runId, versions, 500)) {
+    const parsed = evaluationSummarySchema.safeParse(summary);
+    if (parsed.success) evaluations.push(parsed.data);
+    else
+      notes.push(`an evaluation_results row does not match evaluationSummarySchema (${parsed.error.issues[0]?.path.join('.')}): left out`);
+  }
+
+  let dataset: DatasetStatistics | null = null;
+  const datasetKeys = [...new Set(training.map((row) => row.dataset).filter(Boolean))];
+  if (datasetKeys.length) {
+    const key = datasetKeys[0]!;
+    try {
+      if (await sources.blobs.exists(key)) dataset = datasetStatistics(key, (await sources.blobs.get(key)).toString('utf8'));
+    } catch (error) {
+      notes.push(`training set ${key} could not be read: ${(error as Error).message}`);
+    }
+  }
+
+  const toolTally = new Map<string, number>();
+  for (const { view } of views)
+    for (const turn of view.turns) for (const call of turn.toolCalls) toolTally.set(call.tool, (toolTally.get(call.tool) ?? 0) + 1);
+  const toolCallsOf = (row: ReportTrajectoryRow) => viewById.get(row.trajectoryId)?.behaviour.toolCalls;
+  const groups = [
+    ['training', training],
+    ['held-out', heldOut],
+  ] as const;
+  const heldOutPoints = [
+    ...intervalPoints(
+      heldOut.map((row) => ({ version: versionOf(row), value: row.rewardParts.em ?? 0 })),
+      'demo held-out EM',
+    ),
+    ...evaluations.flatMap((result) =>
+      result.avgAtK.em === undefined
+        ? []
+        : [
+            {
+              version: result.policyVersion,
+              series: `${result.dataset} EM Avg@${result.k}`,
+              n: result.questions,
+              mean: result.avgAtK.em,
+              low: result.avgAtKCi95.em?.[0] ?? null,
+              high: result.avgAtKCi95.em?.[1] ?? null,
+            },
+          ],
+    ),
+  ];
+  const steps = learner ? stepPoints(learner.history, learner.startedAtMs) : [];
+  const trainingTimes = training.map((row) => row.createdAt);
+  const spanHours =
+    trainingTimes.length > 1 ? (Math.max(...trainingTimes.map(Number)) - Math.min(...trainingTimes.map(Number))) / 3_600_000 : 0;
+  const model: ReportModel = {
+    runId,
+    generatedAt: new Date().toISOString(),
+    summary: {
+      trainingTrajectories: training.length,
+      heldOutTrajectories: heldOut.length,
+      steps: steps.length,
+      finalVersion: learner?.finalVersion ?? (versions.length ? Math.max(...versions) : null),
+      samplesPerHour: learner?.samplesPerHour ?? (spanHours > 0 ? training.length / spanHours : null),
+      trainerBusy: learner?.trainerBusy ?? null,
+      maxStaleness: learner?.maxStaleness ?? null,
+      wallSeconds: learner?.wallSeconds ?? demoReport(sources.home, runId)?.seconds ?? null,
+    },
+    steps,
+    trainingReward: intervalPoints(
+      training.map((row) => ({ version: versionOf(row), value: row.reward })),
+      'training reward',
+    ),
+    heldOut: heldOutPoints,
+    staleness: counts(
+      consumed.map((row) => Math.max(0, row.currentVersion - (row.versions.length ? Math.min(...row.versions) : row.currentVersion))),
+      'consumed',
+    ),
+    throughput: throughput(trainingTimes),
+    turns: groups.flatMap(([group, list]) =>
+      counts(
+        list.map((row) => row.turns),
+        group,
+      ),
+    ),
+    toolCalls: groups.flatMap(([group, list]) =>
+      counts(
+        list.map(toolCallsOf).filter((value) => value !== undefined),
+        group,
+      ),
+    ),
+    toolUse: [...toolTally.entries()].sort(([, a], [, b]) => b - a).map(([tool, calls]) => ({ tool, calls })),
+    benchmarks: evaluations,
+    dataset,
+    behaviour: behaviourByVersion(views.map((entry) => entry.behaviour)),
+    trajectories: rows.map((row): TrajectoryRow => ({
+      trajectoryId: row.trajectoryId,
+      group: isTraining(row) ? 'training' : 'held-out',
+      dataset: row.dataset,
+      question: row.question,
+      answer: row.answer,
+      reward: row.reward,
+      turns: row.turns,
+      toolCalls: toolCallsOf(row) ?? null,
+      version: versionOf(row),
+      stopReason: row.stopReason,
+      page: null,
+    })),
+    notes,
+  };
+  return { model, views };
+}

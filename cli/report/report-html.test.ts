@@ -1,0 +1,269 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { analyseTrajectory } from '../../activities/analysis/behaviour.js';
+import type { TrajectoryView } from '../../activities/analysis/trajectory-view.js';
+import { datasetStatistics, stepPoints, throughput } from './gather-report.js';
+import { renderReport, reportCharts } from './report-html.js';
+import type { ReportModel } from './report-model.js';
+import { formatReportSummary } from './report-summary.js';
+import { formatTrajectory, renderTrajectoryPage, trajectoryPageName } from './trajectory-format.js';
+import { trajectoryMetadata } from '../../workflows/trajectory-child.js';
+
+const runtime = { vega: 'window.vega = {};', vegaLite: 'var s = "</script>";', vegaEmbed: 'window.vegaEmbed = null;' };
+
+function emptyModel(overrides: Partial<ReportModel> = {}): ReportModel {
+  return {
+    runId: 'run-1',
+    generatedAt: '2026-01-01T00:00:00.000Z',
+    summary: {
+      trainingTrajectories: 0,
+      heldOutTrajectories: 0,
+      steps: 0,
+      finalVersion: null,
+      samplesPerHour: null,
+      trainerBusy: null,
+      maxStaleness: null,
+      wallSeconds: null,
+    },
+    steps: [],
+    trainingReward: [],
+    heldOut: [],
+    staleness: [],
+    throughput: [],
+    turns: [],
+    toolCalls: [],
+    toolUse: [],
+    benchmarks: [],
+    dataset: null,
+    behaviour: [],
+    trajectories: [],
+    notes: [],
+    ...overrides,
+  };
+}
+
+test('a model without data has no chart box and says so', () => {
+  const model = emptyModel({ notes: ['no learner statistics'] });
+  assert.deepEqual(reportCharts(model), []);
+  const html = renderReport(model, runtime);
+  assert.doesNotMatch(html, /class="chart"/);
+  assert.match(html, /no data to chart for this run/);
+  assert.match(html, /<li>no learner statistics<\/li>/);
+});
+
+test('the runtime is inlined with </script> defused, and text from the data is escaped', () => {
+  const model = emptyModel({
+    trainingReward: [{ version: 0, series: 'training reward', n: 2, mean: 0.5, low: 0, high: 1 }],
+    trajectories: [
+      {
+        trajectoryId: 't<1>',
+        group: 'training',
+        dataset: 'd',
+        question: '<img src=x onerror=alert(1)>',
+        answer: null,
+        reward: 0,
+        turns: 1,
+        toolCalls: null,
+        version: 0,
+        stopReason: 'max_turns',
+        page: 'run-1.trajectories/t_1_.html',
+      },
+    ],
+  });
+  const html = renderReport(model, runtime);
+  assert.ok(html.includes('var s = "<\\/script>";'), 'a </script> inside the runtime cannot end its element');
+  assert.ok(!html.includes('<img src=x'), 'question text is escaped');
+  assert.ok(html.includes('&lt;img src=x onerror=alert(1)&gt;'));
+  assert.ok(html.includes('<a href="run-1.trajectories/t_1_.html">t&lt;1&gt;</a>'));
+  assert.ok(!/<script[^>]+src=/.test(html), 'nothing is loaded from elsewhere');
+  const specs = JSON.parse(/<script type="application\/json" id="chart-specs">(.*?)<\/script>/s.exec(html)![1]!) as Record<
+    string,
+    { data: { values: unknown[] } }
+  >;
+  assert.deepEqual(Object.keys(specs), ['chart-training-reward']);
+  assert.equal(specs['chart-training-reward']!.data.values.length, 1);
+});
+
+test('held-out points without an interval are drawn at their mean; evaluation results fill the benchmark table', () => {
+  const model = emptyModel({
+    heldOut: [{ version: 2, series: 'demo held-out EM', n: 1, mean: 1, low: null, high: null }],
+    benchmarks: [
+      {
+        resultId: 'r1',
+        dataset: 'hotpotqa',
+        datasetVersion: 'h',
+        questions: 10,
+        k: 4,
+        policyVersion: 2,
+        avgAtK: { em: 0.4, f1_asearcher: 0.5 },
+        avgAtKCi95: { em: [0.2, 0.6] },
+        passAtK: { em: 0.7 },
+        meanTurns: 3,
+        meanToolCalls: 2,
+        stopReasons: {},
+        seconds: 1,
+        createdAt: '2026-01-01T00:00:00Z',
+      },
+    ],
+  });
+  const chart = reportCharts(model).find((candidate) => candidate.id === 'chart-held-out')!;
+  assert.deepEqual((chart.spec.data as { values: unknown[] }).values, [
+    { version: 2, series: 'demo held-out EM', n: 1, mean: 1, low: 1, high: 1 },
+  ]);
+  const html = renderReport(model, runtime);
+  assert.match(
+    html,
+    /<td>hotpotqa<\/td><td>v2<\/td><td>4<\/td><td>10<\/td><td>0\.400 \[0\.200, 0\.600\]<\/td><td>0\.500<\/td><td>0\.700<\/td>/,
+  );
+});
+
+test('step points: busy fraction over the time since the previous step, unknown for the first without a start', () => {
+  const history = [
+    { step: 0, version: 1, meanReward: 0.5, maxStaleness: 0, trainSeconds: 10, finishedAtMs: 100_000 },
+    { step: 1, version: 2, meanReward: 0.6, maxStaleness: 1, trainSeconds: 20, finishedAtMs: 180_000, syncSeconds: 2 },
+  ];
+  const points = stepPoints(history, null);
+  assert.equal(points[0]!.busyFraction, null);
+  assert.equal(points[1]!.busyFraction, 20_000 / 80_000);
+  assert.equal(points[1]!.syncSeconds, 2);
+  assert.equal(stepPoints(history, 60_000)[0]!.busyFraction, 10_000 / 40_000);
+});
+
+test('throughput: samples per hour in equal buckets; the partial last bucket over its elapsed part', () => {
+  assert.deepEqual(throughput([new Date(0)]), []);
+  const start = Date.UTC(2026, 0, 1);
+  // 10 trajectories over 2 minutes, the last at +120 s: one-minute buckets [0,60) [60,120) [120,…).
+  const times = [0, 10, 20, 30, 40, 70, 80, 90, 100, 120].map((seconds) => new Date(start + seconds * 1000));
+  const points = throughput(times);
+  assert.equal(points.length, 3);
+  assert.equal(points[0]!.samplesPerHour, 5 * 60);
+  assert.equal(points[1]!.samplesPerHour, 4 * 60);
+  assert.equal(points[2]!.samplesPerHour, 3600, 'one sample in the one second that elapsed');
+  assert.equal(points[0]!.at, new Date(start).toISOString());
+});
+
+test('dataset statistics count questions, gold paths and extra fields', () => {
+  const text = [
+    JSON.stringify({ id: 'a', question: 'abcd', answers: ['x', 'y'], goldTurns: ['s', 'a'], hops: 1 }),
+    '',
+    JSON.stringify({ id: 'b', question: 'ab', answers: ['x'], hops: 2, sources: ['d1'] }),
+  ].join('\n');
+  const stats = datasetStatistics('k', text);
+  assert.equal(stats.questions, 2);
+  assert.equal(stats.meanQuestionChars, 3);
+  assert.equal(stats.meanAnswersPerQuestion, 1.5);
+  assert.equal(stats.withGoldTurns, 1);
+  assert.deepEqual(stats.goldTurns, [{ value: 2, group: 'questions', count: 1 }]);
+  assert.deepEqual(stats.extraFields, { hops: 2, sources: 1 });
+});
+
+const view: TrajectoryView = {
+  trajectoryId: 'learner-x-g0-s1',
+  runId: 'x',
+  dataset: 'datasets/x/train.jsonl',
+  questionId: 'q0',
+  question: 'What is the capital of Peru?',
+  goldAnswers: ['Lima'],
+  answer: 'Lima',
+  reward: 1,
+  rewardMetric: 'em',
+  rewardParts: { em: 1, f1: 1 },
+  stopReason: 'answered',
+  versionsUsed: [3, 4],
+  generatedTokens: 20,
+  turns: [
+    {
+      turn: 0,
+      policyVersion: 3,
+      tokenVersions: [3, 4],
+      text: '<search>capital of Peru</search>',
+      action: 'tools',
+      generatedTokens: 12,
+      interruptions: 1,
+      toolCalls: [
+        {
+          tool: 'search',
+          input: { query: 'capital of Peru' },
+          ok: true,
+          invalid: false,
+          observation: 'Lima is the capital <b>.',
+          documentIds: ['doc-9'],
+          latencyMs: 12.4,
+          cacheHit: true,
+        },
+      ],
+    },
+    {
+      turn: 1,
+      policyVersion: 4,
+      tokenVersions: [4],
+      text: '<answer>Lima</answer>',
+      action: 'answer',
+      answer: 'Lima',
+      generatedTokens: 8,
+      interruptions: 0,
+      toolCalls: [],
+    },
+  ],
+};
+
+test('the terminal and the HTML page show the same turns, calls, observations, versions and reward', () => {
+  const behaviour = analyseTrajectory(view);
+  const text = formatTrajectory(view, behaviour);
+  assert.match(text, /reward {5}1\.000 \(em; em 1\.000 · f1 1\.000\) · stop: answered/);
+  assert.match(text, /versions {3}v3, v4 · 2 turns · 20 generated tokens/);
+  assert.match(text, /── turn 0 · asked v3 · tokens from v3, v4 · 12 tokens · interrupted 1× · tools/);
+  assert.match(text, /→ search\(\{"query":"capital of Peru"\}\) — ok, 12 ms, cached · documents doc-9/);
+  assert.match(text, /‹ Lima is the capital <b>\./);
+  assert.match(text, /answer verified by a further search: no \(first seen in turn 0\)/);
+  assert.match(formatTrajectory(view, behaviour, { observationChars: 4 }), /‹ Lima… \(24 characters\)/);
+  const page = renderTrajectoryPage(view, behaviour, { reportLink: '../run.html' });
+  assert.ok(page.includes('Lima is the capital &lt;b&gt;.'));
+  assert.ok(page.includes('asked v3 · tokens from v3, v4 · 12 tokens · interrupted 1× · tools'));
+  assert.ok(page.includes('<a href="../run.html">'));
+  assert.ok(!page.includes('<script'), 'a trajectory page runs no script');
+  assert.equal(trajectoryPageName('a/b c:d'), 'a_b_c_d.html');
+});
+
+test('the summary names per-version rewards with intervals, held-out series and behaviour', () => {
+  const summary = formatReportSummary(
+    emptyModel({
+      trainingReward: [
+        { version: 0, series: 'training reward', n: 4, mean: 0.25, low: 0, high: 0.5 },
+        { version: 1, series: 'training reward', n: 4, mean: 0.5, low: 0.25, high: 0.75 },
+      ],
+      heldOut: [{ version: 1, series: 'demo held-out EM', n: 6, mean: 0.5, low: null, high: null }],
+      summary: {
+        trainingTrajectories: 8,
+        heldOutTrajectories: 6,
+        steps: 1,
+        finalVersion: 1,
+        samplesPerHour: 100,
+        trainerBusy: 0.5,
+        maxStaleness: 1,
+        wallSeconds: 60,
+      },
+    }),
+  );
+  assert.match(summary, /training reward per version \(mean \[95 % CI\]\): v0 0\.250 \[0\.000, 0\.500\] → v1 0\.500 \[0\.250, 0\.750\]/);
+  assert.match(summary, /held-out demo held-out EM: v1 0\.500$/m);
+  assert.match(summary, /max staleness 1 · trainer busy 50 % · 100 samples\/h/);
+});
+
+test('a trajectory child says in the Web UI what it is and where to read it, within the summary limit', () => {
+  const metadata = trajectoryMetadata({
+    workflowId: 'learner-r-g1-s0',
+    question: `What is ${'very '.repeat(60)}long?`,
+    questionId: 'q1',
+    dataset: 'datasets/r/train.jsonl',
+    runId: 'r',
+    policyVersion: 2,
+    sample: 0,
+    answers: ['x'],
+  });
+  assert.ok(Buffer.byteLength(metadata.staticSummary) <= 200, 'Temporal keeps 200 bytes of summary');
+  assert.match(metadata.staticSummary, /^q1: What is very/);
+  assert.match(metadata.staticDetails, /`longhaul show learner-r-g1-s0`/);
+  assert.match(metadata.staticDetails, /dataset `datasets\/r\/train\.jsonl` · question `q1` · sample 0 · run `r` · started on policy v2/);
+  assert.match(metadata.staticDetails, /`LonghaulRunId = 'r' AND LonghaulQuestionId = 'q1'`/);
+});

@@ -1,0 +1,425 @@
+/**
+ * The report as one self-contained HTML file: a pure function of the ReportModel and the chart
+ * runtime (Vega, Vega-Lite, vega-embed builds, inlined: nothing is fetched when the file is viewed).
+ * Each chart is a Vega-Lite spec with its data inline; the page's script embeds them and records the
+ * outcome in the DOM (`data-rendered` on each chart, `#report-errors` for any error Vega or the page
+ * raised, `data-box` with the chart's position), which the headless-browser test reads.
+ */
+import type { ChartRuntime, CountPoint, ReportModel } from './report-model.js';
+
+export interface Chart {
+  readonly id: string;
+  readonly title: string;
+  /** One sentence: what is plotted and how it is computed. */
+  readonly description: string;
+  readonly spec: Record<string, unknown>;
+}
+
+const schema = 'https://vega.github.io/schema/vega-lite/v6.json';
+const width = 520;
+const height = 220;
+
+export function escapeHtml(text: string): string {
+  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;');
+}
+
+/** Inline script text: `</script` would end the element early. */
+function inlineScript(code: string): string {
+  return code.replace(/<\/script/gi, '<\\/script');
+}
+
+const fixed = (value: number | null | undefined, digits = 3) =>
+  value === null || value === undefined || Number.isNaN(value) ? '–' : value.toFixed(digits);
+const percent = (value: number | null | undefined) => (value === null || value === undefined ? '–' : `${(value * 100).toFixed(0)} %`);
+
+function intervalChart(values: readonly object[], yTitle: string): Record<string, unknown> {
+  const x = { field: 'version', type: 'ordinal', title: 'policy version', axis: { labelAngle: 0 } };
+  const color = { field: 'series', type: 'nominal', title: null, legend: { orient: 'bottom', columns: 2, labelLimit: 400 } };
+  return {
+    $schema: schema,
+    width,
+    height,
+    data: { values },
+    layer: [
+      {
+        mark: { type: 'rule', strokeWidth: 2 },
+        encoding: { x, y: { field: 'low', type: 'quantitative' }, y2: { field: 'high' }, color },
+      },
+      {
+        mark: { type: 'line', point: { filled: true, size: 60 } },
+        encoding: {
+          x,
+          y: { field: 'mean', type: 'quantitative', title: yTitle, scale: { zero: true } },
+          color,
+          tooltip: [
+            { field: 'series' },
+            { field: 'version' },
+            { field: 'mean', format: '.3f' },
+            { field: 'low', format: '.3f' },
+            { field: 'high', format: '.3f' },
+            { field: 'n' },
+          ],
+        },
+      },
+    ],
+  };
+}
+
+function histogram(values: readonly CountPoint[], xTitle: string): Record<string, unknown> {
+  return {
+    $schema: schema,
+    width,
+    height,
+    data: { values },
+    mark: 'bar',
+    encoding: {
+      x: { field: 'value', type: 'ordinal', title: xTitle, axis: { labelAngle: 0 } },
+      xOffset: { field: 'group' },
+      y: { field: 'count', type: 'quantitative', title: 'trajectories' },
+      color: { field: 'group', type: 'nominal', title: null, legend: { orient: 'bottom' } },
+      tooltip: [{ field: 'group' }, { field: 'value' }, { field: 'count' }],
+    },
+  };
+}
+
+/** The charts the model has data for, in page order. */
+export function reportCharts(model: ReportModel): Chart[] {
+  const charts: Chart[] = [];
+  // Bootstrap intervals are only drawn where they exist: a rule from low to high.
+  const withBounds = (points: ReportModel['trainingReward']) =>
+    points.map((point) => ({ ...point, low: point.low ?? point.mean, high: point.high ?? point.mean }));
+  if (model.trainingReward.length)
+    charts.push({
+      id: 'chart-training-reward',
+      title: 'Training reward per policy version',
+      description:
+        'Mean reward of the training trajectories, grouped by the newest version that generated them, with a 95 % bootstrap interval over trajectories.',
+      spec: intervalChart(withBounds(model.trainingReward), 'mean reward'),
+    });
+  if (model.heldOut.length)
+    charts.push({
+      id: 'chart-held-out',
+      title: 'Held-out accuracy per policy version',
+      description:
+        'Evaluation results (Avg@k with their 95 % bootstrap interval) and the demo’s held-out evaluations (EM per trajectory, 95 % bootstrap interval over questions).',
+      spec: intervalChart(withBounds(model.heldOut), 'accuracy'),
+    });
+  if (model.steps.length) {
+    charts.push({
+      id: 'chart-staleness-steps',
+      title: 'Staleness per training step',
+      description: 'Largest staleness (trained version minus the oldest version in a trajectory) of each step’s batch.',
+      spec: {
+        $schema: schema,
+        width,
+        height,
+        data: { values: model.steps },
+        mark: { type: 'bar' },
+        encoding: {
+          x: { field: 'step', type: 'ordinal', title: 'training step', axis: { labelAngle: 0 } },
+          y: { field: 'maxStaleness', type: 'quantitative', title: 'max staleness (versions)', axis: { tickMinStep: 1 } },
+          tooltip: [{ field: 'step' }, { field: 'version' }, { field: 'maxStaleness' }],
+        },
+      },
+    });
+    charts.push({
+      id: 'chart-trainer-busy',
+      title: 'Trainer busy fraction per step',
+      description: 'Seconds the train step ran over the wall time since the previous step ended (since the run started, for the first).',
+      spec: {
+        $schema: schema,
+        width,
+        height,
+        data: { values: model.steps.filter((step) => step.busyFraction !== null) },
+        mark: { type: 'bar' },
+        encoding: {
+          x: { field: 'step', type: 'ordinal', title: 'training step', axis: { labelAngle: 0 } },
+          y: { field: 'busyFraction', type: 'quantitative', title: 'busy fraction', scale: { domain: [0, 1] }, axis: { format: '%' } },
+          tooltip: [{ field: 'step' }, { field: 'trainSeconds', format: '.1f' }, { field: 'busyFraction', format: '.0%' }],
+        },
+      },
+    });
+  }
+  if (model.staleness.length)
+    charts.push({
+      id: 'chart-staleness',
+      title: 'Staleness of consumed trajectories',
+      description:
+        'Trajectories a step trained on, by the version trained from minus the oldest version that generated any of their tokens.',
+      spec: histogram(model.staleness, 'staleness (versions)'),
+    });
+  if (model.throughput.length)
+    charts.push({
+      id: 'chart-throughput',
+      title: 'Samples per hour',
+      description: 'Finished training trajectories per hour, in equal time buckets over the run.',
+      spec: {
+        $schema: schema,
+        width,
+        height,
+        data: { values: model.throughput },
+        mark: { type: 'line', point: true },
+        encoding: {
+          x: { field: 'at', type: 'temporal', title: 'time' },
+          y: { field: 'samplesPerHour', type: 'quantitative', title: 'samples / hour' },
+          tooltip: [
+            { field: 'at', type: 'temporal', format: '%H:%M:%S' },
+            { field: 'samplesPerHour', format: '.0f' },
+          ],
+        },
+      },
+    });
+  if (model.turns.length)
+    charts.push({
+      id: 'chart-turns',
+      title: 'Turns per trajectory',
+      description: 'Distribution of turns (one generation each) per trajectory.',
+      spec: histogram(model.turns, 'turns'),
+    });
+  if (model.toolCalls.length)
+    charts.push({
+      id: 'chart-tool-calls',
+      title: 'Tool calls per trajectory',
+      description: 'Distribution of tool calls per trajectory (every tool, from the trajectory records).',
+      spec: histogram(model.toolCalls, 'tool calls'),
+    });
+  if (model.behaviour.length) {
+    const shares = model.behaviour.flatMap((row) => [
+      ...(row.verifiedShare === null
+        ? []
+        : [{ version: row.version, measure: 'answers verified by a further search', value: row.verifiedShare }]),
+      { version: row.version, measure: 'expresses uncertainty', value: row.uncertaintyShare },
+      { version: row.version, measure: 'notes conflicting evidence', value: row.conflictShare },
+    ]);
+    const counts = model.behaviour.flatMap((row) => [
+      { version: row.version, measure: 'distinct documents', value: row.meanDistinctDocuments },
+      { version: row.version, measure: 'tool calls per trajectory', value: row.meanToolCalls },
+      { version: row.version, measure: 'tool calls per question', value: row.meanToolCallsPerQuestion },
+    ]);
+    const lines = (values: object[], title: string, format: string) => ({
+      $schema: schema,
+      width,
+      height,
+      data: { values },
+      mark: { type: 'line', point: { filled: true, size: 60 } },
+      encoding: {
+        x: { field: 'version', type: 'ordinal', title: 'policy version', axis: { labelAngle: 0 } },
+        y: { field: 'value', type: 'quantitative', title, axis: { format } },
+        color: { field: 'measure', type: 'nominal', title: null, legend: { orient: 'bottom', columns: 1 } },
+        tooltip: [{ field: 'measure' }, { field: 'version' }, { field: 'value', format: '.2f' }],
+      },
+    });
+    charts.push({
+      id: 'chart-behaviour-shares',
+      title: 'Expert behaviours across versions: shares',
+      description:
+        'Share of answered trajectories whose answer was checked by a further search after it first appeared; share of trajectories whose own text expresses uncertainty or notes conflicting evidence.',
+      spec: lines(shares, 'share', '%'),
+    });
+    charts.push({
+      id: 'chart-behaviour-counts',
+      title: 'Expert behaviours across versions: counts',
+      description: 'Mean distinct documents drawn on, and mean tool calls per trajectory and per question.',
+      spec: lines(counts, 'mean', '.1f'),
+    });
+  }
+  if (model.dataset && model.dataset.goldTurns.length)
+    charts.push({
+      id: 'chart-dataset-hops',
+      title: 'Training questions by gold path length',
+      description: 'Questions of the training set by the number of turns of their gold path (goldTurns).',
+      spec: histogram(model.dataset.goldTurns, 'gold turns'),
+    });
+  return charts;
+}
+
+function table(headers: readonly string[], rows: readonly (readonly string[])[]): string {
+  if (rows.length === 0) return '<p class="empty">none</p>';
+  return `<table><thead><tr>${headers.map((header) => `<th>${escapeHtml(header)}</th>`).join('')}</tr></thead><tbody>${rows
+    .map((row) => `<tr>${row.map((cell) => `<td>${cell}</td>`).join('')}</tr>`)
+    .join('')}</tbody></table>`;
+}
+
+const style = `
+body { font: 14px/1.45 system-ui, sans-serif; margin: 24px; color: #1d2330; background: #ffffff; }
+h1 { font-size: 22px; margin: 0 0 4px; } h2 { font-size: 17px; margin: 28px 0 8px; }
+.muted, .empty { color: #667085; }
+.cards { display: flex; flex-wrap: wrap; gap: 10px; margin: 14px 0; }
+.card { border: 1px solid #d0d5dd; border-radius: 6px; padding: 8px 12px; min-width: 120px; }
+.card b { display: block; font-size: 18px; }
+.charts { display: grid; grid-template-columns: repeat(auto-fill, minmax(600px, 1fr)); gap: 18px; }
+figure { margin: 0; border: 1px solid #eaecf0; border-radius: 6px; padding: 10px; }
+figcaption { font-weight: 600; } figure p { margin: 2px 0 8px; color: #667085; font-size: 12px; }
+.chart { min-height: ${height + 40}px; background: #ffffff; }
+table { border-collapse: collapse; font-size: 13px; } th, td { border-bottom: 1px solid #eaecf0; padding: 4px 8px; text-align: left; vertical-align: top; }
+#report-errors:empty { display: none; } #report-errors { color: #b42318; border: 1px solid #b42318; padding: 8px; }
+.notes li { color: #667085; }
+`;
+
+/** The page script: embeds each chart, then records outcomes and boxes in the DOM. */
+const pageScript = `
+(function () {
+  var errors = document.getElementById('report-errors');
+  function fail(where, message) {
+    var item = document.createElement('div');
+    item.className = 'report-error';
+    item.textContent = where + ': ' + message;
+    errors.appendChild(item);
+  }
+  window.addEventListener('error', function (event) { fail('page', event.message); });
+  var consoleError = console.error;
+  console.error = function () {
+    fail('console', Array.prototype.map.call(arguments, String).join(' '));
+    return consoleError.apply(console, arguments);
+  };
+  var specs = JSON.parse(document.getElementById('chart-specs').textContent);
+  var pending = Object.keys(specs).map(function (id) {
+    var element = document.getElementById(id);
+    if (typeof vegaEmbed !== 'function') { fail(id, 'the chart runtime (vega-embed) is missing'); return Promise.resolve(); }
+    return vegaEmbed(element, specs[id], { actions: false, renderer: 'svg' })
+      .then(function (result) { return result.view.runAsync(); })
+      .then(function () { element.setAttribute('data-rendered', 'true'); })
+      .catch(function (error) { fail(id, error && error.message ? error.message : String(error)); });
+  });
+  Promise.all(pending).then(function () {
+    Object.keys(specs).forEach(function (id) {
+      var box = document.getElementById(id).getBoundingClientRect();
+      document.getElementById(id).setAttribute('data-box', [box.left + window.scrollX, box.top + window.scrollY, box.width, box.height].map(Math.round).join(','));
+    });
+    document.body.setAttribute('data-page-height', String(Math.ceil(document.documentElement.scrollHeight)));
+    document.body.setAttribute('data-charts-done', 'true');
+  });
+})();
+`;
+
+export function renderReport(model: ReportModel, runtime: ChartRuntime): string {
+  const charts = reportCharts(model);
+  const specs = Object.fromEntries(charts.map((chart) => [chart.id, chart.spec]));
+  const summary = model.summary;
+  const cards: [string, string][] = [
+    ['training trajectories', String(summary.trainingTrajectories)],
+    ['held-out trajectories', String(summary.heldOutTrajectories)],
+    ['training steps', String(summary.steps)],
+    ['final version', summary.finalVersion === null ? '–' : `v${summary.finalVersion}`],
+    ['samples / hour', summary.samplesPerHour === null ? '–' : summary.samplesPerHour.toFixed(0)],
+    ['trainer busy', percent(summary.trainerBusy)],
+    ['max staleness', summary.maxStaleness === null ? '–' : String(summary.maxStaleness)],
+    ['wall time', summary.wallSeconds === null ? '–' : `${Math.round(summary.wallSeconds)} s`],
+  ];
+  const benchmarks = table(
+    ['dataset', 'version', 'k', 'questions', 'EM Avg@k [95 % CI]', 'F1 (ASearcher) Avg@k', 'Pass@k EM', 'turns', 'tool calls', 'result'],
+    model.benchmarks.map((result) => [
+      escapeHtml(result.dataset),
+      `v${result.policyVersion}`,
+      String(result.k),
+      String(result.questions),
+      `${fixed(result.avgAtK.em)} [${fixed(result.avgAtKCi95.em?.[0])}, ${fixed(result.avgAtKCi95.em?.[1])}]`,
+      fixed(result.avgAtK.f1_asearcher),
+      fixed(result.passAtK.em),
+      fixed(result.meanTurns, 1),
+      fixed(result.meanToolCalls, 1),
+      `<code>${escapeHtml(result.resultId)}</code>`,
+    ]),
+  );
+  const behaviour = table(
+    [
+      'version',
+      'trajectories',
+      'answered',
+      'verified by a further search',
+      'distinct documents',
+      'uncertainty',
+      'conflicting evidence',
+      'tool calls / trajectory',
+      'tool calls / question',
+      'mean reward',
+    ],
+    model.behaviour.map((row) => [
+      `v${row.version}`,
+      String(row.trajectories),
+      String(row.answered),
+      percent(row.verifiedShare),
+      fixed(row.meanDistinctDocuments, 1),
+      percent(row.uncertaintyShare),
+      percent(row.conflictShare),
+      fixed(row.meanToolCalls, 2),
+      fixed(row.meanToolCallsPerQuestion, 2),
+      fixed(row.meanReward),
+    ]),
+  );
+  const dataset = model.dataset
+    ? table(
+        ['key', 'questions', 'mean question length', 'answers per question', 'with a gold path', 'other fields'],
+        [
+          [
+            `<code>${escapeHtml(model.dataset.key)}</code>`,
+            String(model.dataset.questions),
+            `${model.dataset.meanQuestionChars.toFixed(0)} characters`,
+            model.dataset.meanAnswersPerQuestion.toFixed(2),
+            String(model.dataset.withGoldTurns),
+            escapeHtml(
+              Object.entries(model.dataset.extraFields)
+                .map(([field, rows]) => `${field} (${rows})`)
+                .join(', ') || '–',
+            ),
+          ],
+        ],
+      )
+    : '<p class="empty">no training dataset found for this run</p>';
+  const trajectories = table(
+    ['trajectory', 'group', 'version', 'question', 'answer', 'reward', 'turns', 'tool calls', 'stop'],
+    model.trajectories.map((row) => [
+      row.page ? `<a href="${escapeHtml(row.page)}">${escapeHtml(row.trajectoryId)}</a>` : escapeHtml(row.trajectoryId),
+      escapeHtml(row.group),
+      `v${row.version}`,
+      escapeHtml(row.question.length > 120 ? `${row.question.slice(0, 117)}…` : row.question),
+      row.answer === null ? '<span class="muted">none</span>' : escapeHtml(row.answer),
+      fixed(row.reward),
+      String(row.turns),
+      row.toolCalls === null ? '–' : String(row.toolCalls),
+      escapeHtml(row.stopReason),
+    ]),
+  );
+  const tools = model.toolUse.map((use) => `${escapeHtml(use.tool)} ${use.calls}`).join(' · ');
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>Longhaul report ${escapeHtml(model.runId)}</title>
+<style>${style}</style>
+<script>${inlineScript(runtime.vega)}</script>
+<script>${inlineScript(runtime.vegaLite)}</script>
+<script>${inlineScript(runtime.vegaEmbed)}</script>
+</head>
+<body>
+<h1>Longhaul report: ${escapeHtml(model.runId)}</h1>
+<p class="muted">generated ${escapeHtml(model.generatedAt)} by <code>longhaul report --run ${escapeHtml(model.runId)}</code></p>
+<div id="report-errors"></div>
+<div class="cards">${cards.map(([label, value]) => `<div class="card"><b>${escapeHtml(value)}</b>${escapeHtml(label)}</div>`).join('')}</div>
+${model.notes.length ? `<ul class="notes">${model.notes.map((note) => `<li>${escapeHtml(note)}</li>`).join('')}</ul>` : ''}
+<h2>Charts</h2>
+<div class="charts">
+${charts
+  .map(
+    (chart) =>
+      `<figure><figcaption>${escapeHtml(chart.title)}</figcaption><p>${escapeHtml(chart.description)}</p><div class="chart" id="${chart.id}"></div></figure>`,
+  )
+  .join('\n')}
+</div>
+${charts.length === 0 ? '<p class="empty">no data to chart for this run</p>' : ''}
+<h2>Benchmarks (evaluation results)</h2>
+${benchmarks}
+<h2>Behaviour across versions</h2>
+<p class="muted">Definitions: activities/analysis/behaviour.ts. Tool use: ${tools || 'none'}.</p>
+${behaviour}
+<h2>Training dataset</h2>
+${dataset}
+<h2>Trajectories</h2>
+<p class="muted">Each links to its page (turns, tool calls, observations); <code>longhaul show &lt;id&gt;</code> prints the same in a terminal.</p>
+${trajectories}
+<script type="application/json" id="chart-specs">${JSON.stringify(specs).replace(/</g, '\\u003c')}</script>
+<script>${pageScript}</script>
+</body>
+</html>
+`;
+}

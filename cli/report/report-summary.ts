@@ -1,0 +1,40 @@
+/** The report's terminal summary: a few lines that say what the HTML file shows. Pure. */
+import type { IntervalPoint, ReportModel } from './report-model.js';
+
+const interval = (point: IntervalPoint) =>
+  `${point.mean.toFixed(3)}${point.low !== null && point.high !== null ? ` [${point.low.toFixed(3)}, ${point.high.toFixed(3)}]` : ''}`;
+
+export function formatReportSummary(model: ReportModel): string {
+  const { summary } = model;
+  const lines = [
+    `Longhaul report ${model.runId}`,
+    `trajectories: ${summary.trainingTrajectories} training, ${summary.heldOutTrajectories} held-out · steps ${summary.steps}${summary.finalVersion === null ? '' : ` · final version v${summary.finalVersion}`}`,
+  ];
+  if (model.trainingReward.length)
+    lines.push(
+      `training reward per version (mean [95 % CI]): ${model.trainingReward.map((point) => `v${point.version} ${interval(point)}`).join(' → ')}`,
+    );
+  const series = [...new Set(model.heldOut.map((point) => point.series))];
+  for (const name of series)
+    lines.push(
+      `held-out ${name}: ${model.heldOut
+        .filter((point) => point.series === name)
+        .map((point) => `v${point.version} ${interval(point)}`)
+        .join(' → ')}`,
+    );
+  const rates = [
+    summary.maxStaleness === null ? null : `max staleness ${summary.maxStaleness}`,
+    summary.trainerBusy === null ? null : `trainer busy ${(summary.trainerBusy * 100).toFixed(0)} %`,
+    summary.samplesPerHour === null ? null : `${summary.samplesPerHour.toFixed(0)} samples/h`,
+  ].filter((part) => part !== null);
+  if (rates.length) lines.push(rates.join(' · '));
+  for (const row of model.behaviour)
+    lines.push(
+      `behaviour v${row.version} (${row.trajectories}): verified ${row.verifiedShare === null ? '–' : `${(row.verifiedShare * 100).toFixed(0)} %`} · documents ${row.meanDistinctDocuments.toFixed(1)} · uncertainty ${(row.uncertaintyShare * 100).toFixed(0)} % · conflict ${(row.conflictShare * 100).toFixed(0)} % · tool calls/question ${row.meanToolCallsPerQuestion.toFixed(2)}`,
+    );
+  if (model.benchmarks.length) lines.push(`evaluation results: ${model.benchmarks.length} (table in the report)`);
+  if (model.dataset)
+    lines.push(`training set ${model.dataset.key}: ${model.dataset.questions} questions, ${model.dataset.withGoldTurns} with a gold path`);
+  for (const note of model.notes) lines.push(`note: ${note}`);
+  return lines.join('\n');
+}
