@@ -20,6 +20,7 @@ import { upCommand } from './commands/up.command.js';
 import { modelCommand } from './commands/model.command.js';
 import { serveCommand } from './commands/serve.command.js';
 import { datasetsCommand } from './commands/datasets.command.js';
+import { chaosCommand } from './commands/chaos.command.js';
 import { errorTypes, LonghaulError } from '../workflows/contracts/errors.js';
 
 const commands: readonly Command[] = [
@@ -41,6 +42,7 @@ const commands: readonly Command[] = [
   modelCommand,
   serveCommand,
   datasetsCommand,
+  chaosCommand,
 ];
 
 function help(): string {
