@@ -39,7 +39,13 @@ import { parseLearnerInput, parseLearnerSettings } from './contracts/learner.inp
 import { requireTrainablePolicy, type PolicyCapabilitiesActivities } from './contracts/policy-capabilities.contract.js';
 import { queuePrefixOf } from './contracts/queues.js';
 import { searchAttributes } from './contracts/search-attributes.js';
-import { interruptSignal, trajectoryFinishedSignal, type TrajectoryReport } from './contracts/trajectory.contract.js';
+import {
+  interruptSignal,
+  trajectoryFailedSignal,
+  trajectoryFinishedSignal,
+  type TrajectoryFailureReport,
+  type TrajectoryReport,
+} from './contracts/trajectory.contract.js';
 import { mayAdmitGroup } from './learner-admission.js';
 import { childTrajectoryInput, trajectoryMetadata, trajectoryMetadataPatch, withRolloutSampling } from './trajectory-child.js';
 import { validated } from './validated.js';
@@ -51,6 +57,23 @@ import type { trajectory } from './trajectory.workflow.js';
  * resolving its last sibling's start reported to no group and the run stalled (issue 9, bug 5).
  */
 const groupBeforeChildrenPatch = 'learner-group-before-children';
+
+/**
+ * Patch: the learner hears of a child that failed for good, from the child's handle (children it
+ * started in this run) and from the child's `trajectoryFailed` signal (children of an earlier run,
+ * before continue-as-new). Learners started earlier waited for a report that never came: the
+ * group never settled and, at the end of the data, the run stalled (issue 14).
+ */
+const childFailurePatch = 'learner-child-failure';
+
+/**
+ * Patch: one admission pass starts at most a window's worth of groups (maxInflight / G), then the
+ * learner settles groups, trains and checks its step count before admitting more. Learners started
+ * earlier admitted for as long as admission held; with a staleness bound so loose that only
+ * maxInflight limited it, children finishing during each start kept the pass going, and the learner
+ * neither trained nor noticed it had reached maxSteps (found by `longhaul chaos`, issue 14).
+ */
+const boundedAdmissionPatch = 'learner-bounded-admission';
 
 export async function learner(raw: LearnerInput): Promise<LearnerResult> {
   const input = validated(() => parseLearnerInput(raw));
@@ -78,6 +101,8 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
     ready: 0,
   };
   const groupBeforeChildren = patched(groupBeforeChildrenPatch);
+  const hearsOfFailures = patched(childFailurePatch);
+  const boundedAdmission = patched(boundedAdmissionPatch);
   let training = false;
   let changed = false;
   let questionsLeft = true;
@@ -100,6 +125,7 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
     ready: run.ready,
     dropped: run.dropped,
     consumed: run.consumed,
+    failed: run.failed ?? 0,
     paused: run.paused,
     training,
     trainerBusy: busyFraction(),
@@ -120,6 +146,23 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
       oldestVersions: { ...run.oldestVersions, [report.trajectoryId]: Math.min(run.version, ...report.versionsUsed) },
       rewards: { ...run.rewards, [report.trajectoryId]: report.reward },
     };
+    wake();
+  }
+
+  /** A child failed for good: its slot is filled (reward 0, never trained on) and it is counted; its group is dropped when it settles. */
+  function recordFailure(report: TrajectoryFailureReport): void {
+    const owner = run.groups.find((group) => group.children.includes(report.trajectoryId));
+    if (!owner || owner.rewards[owner.children.indexOf(report.trajectoryId)] !== null) return; // settled, or heard already
+    const groups = run.groups.map((group) =>
+      group !== owner
+        ? group
+        : {
+            ...group,
+            rewards: group.rewards.map((reward, position) => (group.children[position] === report.trajectoryId ? 0 : reward)),
+            failed: [...(group.failed ?? []), report.trajectoryId],
+          },
+    );
+    run = { ...run, groups, failed: (run.failed ?? 0) + 1 };
     wake();
   }
 
@@ -148,6 +191,7 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
     },
   );
   setHandler(trajectoryFinishedSignal, recordReport);
+  if (hearsOfFailures) setHandler(trajectoryFailedSignal, recordFailure);
   // Refuse bad hyperparameters now, not at the first trainStep after a whole batch of rollouts.
   if (raw.carried === undefined && patched('check-hyperparameters')) {
     await trainer.checkHyperparameters({
@@ -191,13 +235,20 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
         settings: rolloutSettings,
         reportTo: workflowId,
       });
-      await startChild<typeof trajectory>('trajectory', {
+      const child = await startChild<typeof trajectory>('trajectory', {
         workflowId: childId,
         args: [childInput],
         parentClosePolicy: ParentClosePolicy.ABANDON,
         // What the child is and where to read it, in the Web UI; behind a patch so earlier histories replay.
         ...(patched(trajectoryMetadataPatch) ? trajectoryMetadata({ workflowId: childId, ...childInput, sample }) : {}),
       });
+      // A child that fails, times out or is terminated while this run lasts is heard of here; a
+      // success reports by signal (which survives continue-as-new) and is ignored here.
+      if (hearsOfFailures)
+        void child.result().then(
+          () => undefined,
+          (error: unknown) => recordFailure({ trajectoryId: childId, runId: input.runId, message: failureMessage(error) }),
+        );
     }
     if (!groupBeforeChildren) enter();
     return true;
@@ -207,12 +258,26 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
   async function settleGroups(): Promise<void> {
     const done = run.groups.filter((group) => group.rewards.every((reward) => reward !== null));
     if (done.length === 0) return;
-    const useless = run.settings.dropEqualRewardGroups ? done.filter((group) => new Set(group.rewards).size === 1) : [];
+    // A group with a failed child is incomplete (no advantage baseline, and the buffer only claims whole groups): drop it.
+    const broken = done.filter((group) => (group.failed ?? []).length > 0);
+    const equalGroups = run.settings.dropEqualRewardGroups
+      ? done.filter((group) => !broken.includes(group) && new Set(group.rewards).size === 1)
+      : [];
+    const useless = [...broken, ...equalGroups];
     const uselessIds = new Set(useless.flatMap((group) => group.children));
-    if (useless.length > 0)
-      await learnerActivities.dropTrajectories({ runId: input.runId, trajectoryIds: [...uselessIds], reason: 'equal rewards in group' });
+    const failedIds = new Set(broken.flatMap((group) => group.failed ?? []));
+    const brokenIds = broken.flatMap((group) => group.children.filter((id) => !failedIds.has(id)));
+    if (brokenIds.length > 0)
+      await learnerActivities.dropTrajectories({
+        runId: input.runId,
+        trajectoryIds: brokenIds,
+        reason: 'a trajectory of the group failed',
+      });
+    const equalIds = equalGroups.flatMap((group) => group.children);
+    if (equalIds.length > 0)
+      await learnerActivities.dropTrajectories({ runId: input.runId, trajectoryIds: equalIds, reason: 'equal rewards in group' });
     const kept = done.filter((group) => !useless.includes(group)).reduce((count, group) => count + group.children.length, 0);
-    const equal = done.filter((group) => new Set(group.rewards).size === 1).length;
+    const equal = done.filter((group) => !broken.includes(group) && new Set(group.rewards).size === 1).length;
     const add = (counts = { settled: 0, equal: 0 }) => ({ settled: counts.settled + done.length, equal: counts.equal + equal });
     run = {
       ...run,
@@ -345,7 +410,8 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
     await settleGroups();
     const { mode, batchSize, groupSize } = run.settings;
     if (mode === 'async') {
-      while (admissible()) if (!(await startGroup())) break;
+      const perPass = boundedAdmission ? Math.max(1, Math.ceil(run.settings.maxInflight / groupSize)) : Infinity;
+      for (let admitted = 0; admitted < perPass && admissible(); admitted += 1) if (!(await startGroup())) break;
       if (!training && run.ready >= batchSize) trainerRun = trainOnce();
     } else if (!training) {
       // sync: generate a whole batch, wait for all of it, then train while nothing generates
@@ -372,6 +438,7 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
     finalVersion: run.version,
     consumed: run.consumed,
     dropped: run.dropped,
+    failed: run.failed ?? 0,
     samplesPerHour: wallSeconds > 0 ? (run.consumed / wallSeconds) * 3600 : 0,
     trainerBusy: busyFraction(),
     maxStaleness: Math.max(0, ...run.history.map((stats) => stats.maxStaleness)),
@@ -379,6 +446,12 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
     history: run.history,
     ...(run.groupsTotal && run.groupsTotal.settled > 0 ? { zeroAdvantageGroupShare: run.groupsTotal.equal / run.groupsTotal.settled } : {}),
   };
+}
+
+function failureMessage(error: unknown): string {
+  const cause = (error as { cause?: { message?: string } }).cause?.message;
+  const message = error instanceof Error ? error.message : String(error);
+  return (cause ? `${message}: ${cause}` : message).slice(0, 500);
 }
 
 /** The per-trajectory bookkeeping without the trajectories that left the buffer (consumed or dropped). */

@@ -4,10 +4,14 @@
  * termination checks. History holds summaries and counters; texts and tokens are blobs.
  */
 import {
+  ActivityFailure,
+  ApplicationFailure,
   CancellationScope,
+  ContinueAsNew,
   continueAsNew,
   getExternalWorkflowHandle,
   isCancellation,
+  patched,
   proxyActivities,
   setCurrentDetails,
   setHandler,
@@ -23,6 +27,7 @@ import { searchAttributes } from './contracts/search-attributes.js';
 import {
   interruptSignal,
   setPolicyVersionUpdate,
+  trajectoryFailedSignal,
   trajectoryFinishedSignal,
   trajectoryStateQuery,
   type CarriedState,
@@ -31,6 +36,7 @@ import {
   type TrajectoryResult,
 } from './contracts/trajectory.contract.js';
 import { parseTrajectoryInput } from './contracts/trajectory.input.js';
+import { nonRetryableErrorTypes } from './contracts/errors.js';
 import { validated } from './validated.js';
 
 function activitiesFor(prefix: string) {
@@ -49,7 +55,53 @@ function describeAction(result: GenerateTurnResult): string {
   return action.calls.map((call) => `${call.tool} ${JSON.stringify(call.input).slice(0, 80)}`).join('; ');
 }
 
+/**
+ * Patch: a trajectory that fails for good tells its `reportTo` workflow (the learner) before it
+ * fails, so the learner's group settles without it even across the learner's continue-as-new
+ * (issue 14). Trajectories started earlier failed silently.
+ */
+const reportFailurePatch = 'trajectory-report-failure';
+
+/**
+ * Patch: an interrupted generation that fails instead of ending cancelled (its worker died, so the
+ * heartbeat timed out; or storing its partial output failed) is resubmitted like a cancelled one.
+ * Temporal does not retry an activity whose cancellation was requested, so before this patch such
+ * a trajectory failed for good (found by `longhaul chaos`, issue 14).
+ */
+const interruptFailurePatch = 'trajectory-interrupt-failure';
+
+/** A failure a retry could get past (not a refusal: invalid input, corrupt data). */
+function retryableActivityFailure(error: unknown): boolean {
+  if (!(error instanceof ActivityFailure)) return false;
+  const cause = error.cause;
+  return !(
+    cause instanceof ApplicationFailure &&
+    (cause.nonRetryable || (nonRetryableErrorTypes as readonly string[]).includes(cause.type ?? ''))
+  );
+}
+
 export async function trajectory(raw: TrajectoryInput): Promise<TrajectoryResult> {
+  try {
+    return await episode(raw);
+  } catch (error) {
+    const reportTo = (raw as { reportTo?: unknown } | undefined)?.reportTo;
+    if (typeof reportTo === 'string' && !isCancellation(error) && !(error instanceof ContinueAsNew) && patched(reportFailurePatch)) {
+      const runId = (raw as { runId?: unknown }).runId;
+      try {
+        await getExternalWorkflowHandle(reportTo).signal(trajectoryFailedSignal, {
+          trajectoryId: workflowInfo().workflowId,
+          ...(typeof runId === 'string' ? { runId } : {}),
+          message: (error instanceof Error ? error.message : String(error)).slice(0, 500),
+        });
+      } catch {
+        // The learner has closed: nothing waits for this trajectory any more.
+      }
+    }
+    throw error;
+  }
+}
+
+async function episode(raw: TrajectoryInput): Promise<TrajectoryResult> {
   const input = validated(() => parseTrajectoryInput(raw));
   const { workflowId: trajectoryId, taskQueue } = workflowInfo();
   const act = activitiesFor(queuePrefixOf(taskQueue));
@@ -133,7 +185,11 @@ export async function trajectory(raw: TrajectoryInput): Promise<TrajectoryResult
           }),
         );
       } catch (error) {
-        if (interruptRequested && isCancellation(error) && !CancellationScope.current().consideredCancelled) {
+        if (
+          interruptRequested &&
+          !CancellationScope.current().consideredCancelled &&
+          (isCancellation(error) || (retryableActivityFailure(error) && patched(interruptFailurePatch)))
+        ) {
           interruptRequested = false; // resubmit under the version now in force, after the saved partial output
           continue;
         }

@@ -24,6 +24,14 @@ export async function withTransaction<T>(
   options: TransactionOptions<T> = {},
 ): Promise<T> {
   const client = database instanceof pg.Pool ? await database.connect() : database;
+  // A checked-out client has no listener for 'error' (the pool's idle listener is removed on checkout):
+  // a server that goes away between two statements (a Postgres restart) would crash the process.
+  let broken = false;
+  const onError = (error: Error) => {
+    broken = true;
+    console.warn(`[postgres] connection lost in a transaction: ${error.message}`);
+  };
+  if (client !== database) client.on('error', onError);
   try {
     await client.query(options.readOnly ? 'BEGIN TRANSACTION READ ONLY' : 'BEGIN');
     const result = await work(client);
@@ -33,6 +41,9 @@ export async function withTransaction<T>(
     await client.query('ROLLBACK').catch(() => undefined);
     throw error;
   } finally {
-    if (client !== database) (client as pg.PoolClient).release();
+    if (client !== database) {
+      client.removeListener('error', onError);
+      (client as pg.PoolClient).release(broken); // a broken connection is discarded, not pooled
+    }
   }
 }

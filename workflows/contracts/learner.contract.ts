@@ -54,6 +54,8 @@ export interface GroupState {
   readonly questionIndex: number;
   readonly children: readonly string[];
   readonly rewards: readonly (number | null)[];
+  /** Children that failed for good (their reward slot holds 0); the group is dropped when it settles. */
+  readonly failed?: readonly string[];
 }
 
 export interface StepStats {
@@ -97,6 +99,8 @@ export interface LearnerCarried {
   readonly groupsSinceStep?: { readonly settled: number; readonly equal: number };
   /** The same over the whole run. */
   readonly groupsTotal?: { readonly settled: number; readonly equal: number };
+  /** Children that failed for good (absent in runs started before the learner heard of failures). */
+  readonly failed?: number;
 }
 
 export interface LearnerState {
@@ -109,6 +113,8 @@ export interface LearnerState {
   readonly ready: number;
   readonly dropped: number;
   readonly consumed: number;
+  /** Children that failed for good (no record); their groups were dropped, and they count in `dropped` too. */
+  readonly failed: number;
   readonly paused: boolean;
   readonly training: boolean;
   readonly trainerBusy: number;
@@ -122,6 +128,8 @@ export interface LearnerResult {
   readonly finalVersion: number;
   readonly consumed: number;
   readonly dropped: number;
+  /** Children that failed for good (no record); their groups were dropped, and they count in `dropped` too. */
+  readonly failed: number;
   readonly samplesPerHour: number;
   readonly trainerBusy: number;
   readonly maxStaleness: number;

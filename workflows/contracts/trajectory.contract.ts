@@ -166,3 +166,14 @@ export const interruptSignal = defineSignal<[]>('interrupt');
 export type TrajectoryReport = TrajectoryResult & { runId: string; questionId: string };
 
 export const trajectoryFinishedSignal = defineSignal<[TrajectoryReport]>('trajectoryFinished');
+
+/** A child that failed for good (a non-retryable activity failure, bad input): no record, no reward. */
+export interface TrajectoryFailureReport {
+  readonly trajectoryId: string;
+  readonly runId?: string;
+  /** The failure's message, clipped. */
+  readonly message: string;
+}
+
+/** Sent by a failing trajectory to its `reportTo` workflow, so the learner's group settles without it. */
+export const trajectoryFailedSignal = defineSignal<[TrajectoryFailureReport]>('trajectoryFailed');

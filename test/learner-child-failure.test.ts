@@ -1,0 +1,106 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ApplicationFailure } from '@temporalio/activity';
+import { createScriptedPolicy } from './doubles/scripted-policy.js';
+import { createScriptedTools } from './doubles/scripted-tools.js';
+import { createInProcessAgent } from '../composition/in-process-agent.js';
+import { createFinishActivities } from '../activities/agent/finish.activities.js';
+import { createPgTrajectoryStore } from '../infra/postgres/trajectory-store.pg.js';
+import { errorTypes } from '../workflows/contracts/errors.js';
+import {
+  learnerStateQuery,
+  learnerWorkflowType,
+  type LearnerResult,
+  type TrainStepInput,
+} from '../workflows/contracts/learner.contract.js';
+import { openContext, uniquePrefix } from './helpers/stack.js';
+
+test(
+  'a trajectory child that fails for good is counted by the learner, its group is dropped, and the run goes on to the end of its data',
+  { timeout: 300_000 },
+  async () => {
+    const prefix = uniquePrefix('child-failure');
+    const context = await openContext(prefix);
+    const runId = `${prefix}run`;
+    const failing = `${runId}-q1-s1`;
+    // Six questions of two samples: twelve children, one of which fails. Eight of the ten that finish
+    // make two steps of four; the third step never fills, so the run ends when its data is used up, which
+    // it only notices once every group has settled (before the fix, group q1 never did and the run hung).
+    const lines = Array.from({ length: 6 }, (_, index) =>
+      JSON.stringify({ id: `q${index}`, question: `script:{"turns":2,"answer":"a","delayMs":20}`, answers: ['a'] }),
+    );
+    await context.blobs.put(`${prefix}q.jsonl`, lines.join('\n'));
+    const finish = createFinishActivities({ blobs: context.blobs, trajectories: createPgTrajectoryStore(context.pool) });
+    const steps: TrainStepInput[] = [];
+    try {
+      const workers = await createInProcessAgent({
+        config: context.config,
+        blobs: context.blobs,
+        pool: context.pool,
+        prefix: context.config.taskQueuePrefix,
+        backend: createScriptedPolicy(),
+        tools: createScriptedTools(),
+        roles: ['agent', 'gpu-infer', 'tools', 'gpu-train'],
+        extraActivities: {
+          agent: {
+            async finishTrajectory(input: Parameters<typeof finish.finishTrajectory>[0]) {
+              if ((input as { trajectoryId: string }).trajectoryId === failing)
+                throw ApplicationFailure.nonRetryable(
+                  'trajectoryId: refused by the test (a non-retryable failure)',
+                  errorTypes.invalidInput,
+                );
+              return finish.finishTrajectory(input);
+            },
+          },
+          'gpu-train': {
+            async trainStep(input: TrainStepInput) {
+              steps.push(input);
+              await sleep(200);
+              return { version: input.outputVersion, metrics: {} };
+            },
+          },
+        },
+      });
+      const handle = await context.client.workflow.start(learnerWorkflowType, {
+        taskQueue: context.queue('agent'),
+        workflowId: `${prefix}learner`,
+        args: [
+          {
+            runId,
+            datasetKey: `${prefix}q.jsonl`,
+            settings: { groupSize: 2, batchSize: 4, maxSteps: 3, eta: 4, dropEqualRewardGroups: false, interruptOnPublish: false },
+          },
+        ],
+      });
+      const result = await workers.run(async () => {
+        const outcome = await Promise.race([handle.result() as Promise<LearnerResult>, sleep(120_000).then(() => undefined)]);
+        if (outcome === undefined) {
+          const state = await handle.query(learnerStateQuery);
+          assert.fail(`the learner did not finish within 120 s: ${JSON.stringify({ ...state, history: undefined })}`);
+        }
+        return outcome;
+      });
+      assert.equal(result.failed, 1, 'the failed child is counted');
+      assert.equal(result.steps, 2, 'two full batches from the ten children that finished');
+      assert.equal(result.consumed, 8);
+      assert.ok(
+        steps.every((step) => !step.trajectoryIds.some((id) => id.startsWith(`${runId}-q1-`))),
+        'the group with the failure is never trained on',
+      );
+      const { rows } = await context.pool.query<{ trajectory_id: string; state: string; reason: string | null }>(
+        'SELECT trajectory_id, state, reason FROM buffer_uses WHERE run_id = $1 AND trajectory_id LIKE $2',
+        [runId, `${runId}-q1-%`],
+      );
+      assert.deepEqual(
+        rows.map((row) => [row.trajectory_id, row.state, row.reason]),
+        [[`${runId}-q1-s0`, 'dropped', 'a trajectory of the group failed']],
+        'the sibling that finished leaves the buffer as dropped, with the reason',
+      );
+      const failedChild = await context.client.workflow.getHandle(failing).describe();
+      assert.equal(failedChild.status.name, 'FAILED');
+    } finally {
+      await context.close();
+    }
+  },
+);
