@@ -20,7 +20,7 @@ import { createPgTrajectoryStore } from '../infra/postgres/trajectory-store.pg.j
 import { connectWorker, dataConverter } from '../infra/temporal/connection.js';
 import { checkHyperparameters } from '../gpu/train/train-step.activities.js';
 import { agentQueueActivities, inferenceQueueActivities, synthesisDependencies, toolsQueueActivities } from './queue-activities.js';
-import type { ContaminationIndex } from '../activities/ports/contamination.port.js';
+import type { ContaminationLookup } from '../activities/synthesis/synthesis.activities.js';
 import { taskQueueName, type QueueRole } from '../workflows/contracts/queues.js';
 import type { ToolActivities } from '../workflows/contracts/tools.contract.js';
 import { workflowBundlePath } from '../infra/paths.js';
@@ -43,7 +43,7 @@ export interface InProcessAgentOptions {
   /** The LLM judge of rewardMetric "judge". @default the configured one (LONGHAUL_JUDGE_BASE_URL or LONGHAUL_OPENAI_BASE_URL), if any */
   readonly judge?: Judge;
   /** The evaluation sets the synthesis contamination check uses. @default none (the check rejects, naming the fix) */
-  readonly contamination?: ContaminationIndex;
+  readonly contamination?: () => Promise<ContaminationLookup>;
 }
 
 export interface InProcessAgent {

@@ -44,7 +44,11 @@ import { openServices } from './services.js';
 import { buildToolRegistry } from './tool-registry.js';
 
 /** The synthesis activities' dependencies over a Postgres pool (knowledge base, synthesis tables) and the blob store. */
-export function synthesisDependencies(pool: pg.Pool, blobs: BlobStore, contamination?: SynthesisDependencies['contamination']): SynthesisDependencies {
+export function synthesisDependencies(
+  pool: pg.Pool,
+  blobs: BlobStore,
+  contamination?: SynthesisDependencies['contamination'],
+): SynthesisDependencies {
   return { knowledgeBase: createPgKnowledgeBase(pool), store: createPgSynthesisStore(pool), blobs, contamination };
 }
 

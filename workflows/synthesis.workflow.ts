@@ -151,7 +151,13 @@ export async function synthesizeQuestion(raw: SynthesizeQuestionInput): Promise<
     });
     const result: TrajectoryResult = await handle.result();
     tokens += result.generatedTokens;
-    attempts.push({ trajectoryId: result.trajectoryId, reward: result.reward, answer: result.answer, turns: result.turns, recordKey: result.recordKey });
+    attempts.push({
+      trajectoryId: result.trajectoryId,
+      reward: result.reward,
+      answer: result.answer,
+      turns: result.turns,
+      recordKey: result.recordKey,
+    });
   }
   const solvability = await act.checkSolvability({ workflowId, candidate, attempts });
   if (!solvability.passed) return finish(false, `solvability: ${solvability.reason}`, candidate, null);
@@ -194,10 +200,14 @@ export async function synthesisRun(raw: SynthesisRunInput): Promise<SynthesisRun
   const carried = raw.carried ?? { nextIndex: 0, accepted: 0, finished: 0, startedAtMs: Date.now() };
   let { nextIndex, accepted, finished } = carried;
   let phase: SynthesisRunState['phase'] = 'synthesizing';
-  setHandler(
-    synthesisRunStateQuery,
-    (): SynthesisRunState => ({ datasetId: input.datasetId, phase, count: input.count, started: nextIndex, finished, accepted }),
-  );
+  setHandler(synthesisRunStateQuery, (): SynthesisRunState => ({
+    datasetId: input.datasetId,
+    phase,
+    count: input.count,
+    started: nextIndex,
+    finished,
+    accepted,
+  }));
   upsertSearchAttributes([
     { key: searchAttributes.kind, value: 'synthesis-run' },
     { key: searchAttributes.status, value: 'running' },

@@ -45,7 +45,10 @@ export interface SynthesisStore {
   recordCandidate(row: SynthesisCandidateRow): Promise<void>;
   candidates(datasetId: string): Promise<SynthesisCandidateRow[]>;
   /** Marks a dataset published; refuses (throws) when it was published with different content. */
-  publish(datasetId: string, fields: { blobKey: string; contentHash: string; items: number; statistics: Record<string, unknown> }): Promise<void>;
+  publish(
+    datasetId: string,
+    fields: { blobKey: string; contentHash: string; items: number; statistics: Record<string, unknown> },
+  ): Promise<void>;
   /** Every dataset, newest first. */
   list(): Promise<SynthesisDatasetRow[]>;
 }

@@ -55,10 +55,18 @@ export function findEvidence(relation: KnowledgeBaseRelation, document: StoredDo
   const words = PREDICATE_WORDS[relation.predicate] ?? [];
   const candidates = sentences(document.text).filter((span) => containsWord(document.text.slice(span.start, span.end), anchor));
   const best =
-    candidates.find((span) => words.some((word) => document.text.slice(span.start, span.end).toLowerCase().includes(word))) ?? candidates[0];
+    candidates.find((span) => words.some((word) => document.text.slice(span.start, span.end).toLowerCase().includes(word))) ??
+    candidates[0];
   if (!best) return null;
   const text = document.text.slice(best.start, best.end);
-  return { documentId: document.documentId, contentHash: document.contentHash, start: best.start, end: best.end, spanSha256: sha256(text), text };
+  return {
+    documentId: document.documentId,
+    contentHash: document.contentHash,
+    start: best.start,
+    end: best.end,
+    spanSha256: sha256(text),
+    text,
+  };
 }
 
 /** `needle` in `haystack` not inside a longer word ("Niger" is not in "Nigeria"). */
@@ -84,7 +92,8 @@ export function verifyEvidence(
   if (evidence.start < 0 || evidence.end > document.text.length || evidence.start >= evidence.end)
     return `span [${evidence.start}, ${evidence.end}) is outside document ${evidence.documentId} (${document.text.length} characters)`;
   const text = document.text.slice(evidence.start, evidence.end);
-  if (sha256(text) !== evidence.spanSha256) return `span [${evidence.start}, ${evidence.end}) of ${evidence.documentId} no longer hashes to the recorded sha256`;
+  if (sha256(text) !== evidence.spanSha256)
+    return `span [${evidence.start}, ${evidence.end}) of ${evidence.documentId} no longer hashes to the recorded sha256`;
   if (text !== evidence.text) return `span text of ${evidence.documentId} differs from the recorded text`;
   if (!containsWord(text, anchorOf(relation))) return `span of ${evidence.documentId} does not state "${anchorOf(relation)}"`;
   return null;

@@ -46,7 +46,9 @@ function linkClause(predicate: string, forward: boolean, other: string): string 
 }
 
 /** Literal predicates a node can be described by, and how (exact or fuzzed). */
-const LITERALS: Readonly<Record<string, { exact: (value: string) => string; fuzzed: (fuzz: Fuzz) => string; fuzz: 'range' | 'name' | null }>> = {
+const LITERALS: Readonly<
+  Record<string, { exact: (value: string) => string; fuzzed: (fuzz: Fuzz) => string; fuzz: 'range' | 'name' | null }>
+> = {
   area_km2: {
     exact: (value) => `whose area is ${value} square kilometres`,
     fuzzed: (fuzz) => `whose area is ${describeFuzz(fuzz)} square kilometres`,
@@ -174,7 +176,10 @@ export interface GroundedDependencies {
 }
 
 export function createGroundedSynthesizer(deps: GroundedDependencies): Synthesizer {
-  async function withEvidence(relations: readonly KnowledgeBaseRelation[], graph: KnowledgeGraph): Promise<Map<KnowledgeBaseRelation, SynthesisFact>> {
+  async function withEvidence(
+    relations: readonly KnowledgeBaseRelation[],
+    graph: KnowledgeGraph,
+  ): Promise<Map<KnowledgeBaseRelation, SynthesisFact>> {
     const documents = await deps.documents([...new Set(relations.map((relation) => relation.documentId))]);
     const facts = new Map<KnowledgeBaseRelation, SynthesisFact>();
     for (const relation of relations) {
@@ -246,7 +251,15 @@ export function createGroundedSynthesizer(deps: GroundedDependencies): Synthesiz
       for (const relation of graph.byObject.get(last.entityId) ?? [])
         if (linkClause(relation.predicate, false, '') !== null) links.push({ relation, forward: false, other: relation.subjectId });
       const onward = (id: string) =>
-        graph.relations(id).some((relation) => relation.objectId !== null && !used.has(relation.objectId) && relation.objectId !== last.entityId && graph.entities.has(relation.objectId));
+        graph
+          .relations(id)
+          .some(
+            (relation) =>
+              relation.objectId !== null &&
+              !used.has(relation.objectId) &&
+              relation.objectId !== last.entityId &&
+              graph.entities.has(relation.objectId),
+          );
       const usable = random.shuffle(
         links.filter((link) => !used.has(link.other) && !forbidden(state, graph.entities.get(link.other)!.name)),
       );
@@ -307,10 +320,17 @@ export function createGroundedSynthesizer(deps: GroundedDependencies): Synthesiz
         const nodes = state.nodes.map((node, nodeIndex) =>
           nodeIndex !== option.node
             ? node
-            : { ...node, literals: node.literals.map((literal, index) => (index === option.literal ? { ...literal, fuzz: option.fuzz } : literal)) },
+            : {
+                ...node,
+                literals: node.literals.map((literal, index) => (index === option.literal ? { ...literal, fuzz: option.fuzz } : literal)),
+              },
         );
         const literal = state.nodes[option.node]!.literals[option.literal]!;
-        const unique = (candidate: readonly ChainNode[]) => graph.satisfying(candidate).slice(0, -1).every((set) => set.size === 1);
+        const unique = (candidate: readonly ChainNode[]) =>
+          graph
+            .satisfying(candidate)
+            .slice(0, -1)
+            .every((set) => set.size === 1);
         const done = `${literal.fact.predicate} ${literal.fact.objectText} → ${describeFuzz(option.fuzz)}`;
         if (unique(nodes)) return { state: record({ ...state, nodes, fuzzes: state.fuzzes + 1 }, 'fuzz', done), reason: 'fuzzed' };
         // Obscuring lost uniqueness: inject one more obscured literal of the same node that restores it.
@@ -343,14 +363,20 @@ export function createGroundedSynthesizer(deps: GroundedDependencies): Synthesiz
           };
         }
       }
-      return { state: null, reason: options.length === 0 ? 'no literal left to obscure' : 'every obscured literal admits more than one answer' };
+      return {
+        state: null,
+        reason: options.length === 0 ? 'no literal left to obscure' : 'every obscured literal admits more than one answer',
+      };
     },
 
     async verify(state) {
       const graph = await deps.graph();
       const { answers, sizes } = graph.answers(state.nodes, state.seedFact.predicate);
       if (answers.size !== 1 || !answers.has(state.answer))
-        return { ok: false, reason: `the knowledge base admits ${answers.size} answers (${[...answers].slice(0, 5).join(', ')}); sets per node ${sizes.join('/')}` };
+        return {
+          ok: false,
+          reason: `the knowledge base admits ${answers.size} answers (${[...answers].slice(0, 5).join(', ')}); sets per node ${sizes.join('/')}`,
+        };
       const question = questionText(state);
       if (containsWord(question, state.answer)) return { ok: false, reason: 'the question contains the answer' };
       return { ok: true, reason: `one answer; sets per node ${sizes.join('/')}` };

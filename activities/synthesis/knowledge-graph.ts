@@ -26,7 +26,9 @@ export class KnowledgeGraph {
     }
     for (const relation of snapshot.relations) {
       if (!this.entities.has(relation.subjectId) || relation.objectText.trim() === '') {
-        this.skipped.push(`relation ${relation.subjectId} ${relation.predicate}: ${relation.objectText.trim() === '' ? 'empty object' : 'unknown subject'}`);
+        this.skipped.push(
+          `relation ${relation.subjectId} ${relation.predicate}: ${relation.objectText.trim() === '' ? 'empty object' : 'unknown subject'}`,
+        );
         continue;
       }
       push(this.bySubject, relation.subjectId, relation);
@@ -57,8 +59,7 @@ export class KnowledgeGraph {
           for (const relation of this.byObject.get(other) ?? [])
             if (relation.predicate === link.fact.predicate) linked.add(relation.subjectId);
         } else {
-          for (const relation of this.relations(other, link.fact.predicate))
-            if (relation.objectId !== null) linked.add(relation.objectId);
+          for (const relation of this.relations(other, link.fact.predicate)) if (relation.objectId !== null) linked.add(relation.objectId);
         }
       }
       const set = new Set<string>();
@@ -73,7 +74,9 @@ export class KnowledgeGraph {
 
   /** Whether an entity has a relation matching the literal (exact, or within its fuzz). */
   holds(entityId: string, literal: LiteralConstraint): boolean {
-    return this.relations(entityId, literal.fact.predicate).some((relation) => matches(relation.objectText, literal.fact.objectText, literal.fuzz));
+    return this.relations(entityId, literal.fact.predicate).some((relation) =>
+      matches(relation.objectText, literal.fact.objectText, literal.fuzz),
+    );
   }
 
   /** The answers the question admits: the seed predicate's objects over every entity the first node can be. */

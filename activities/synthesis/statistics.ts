@@ -13,7 +13,10 @@ export function median(values: readonly number[]): number {
 
 const round = (value: number, digits = 3) => Number(value.toFixed(digits));
 
-export function datasetStatistics(candidates: readonly SynthesisCandidateRow[], verdicts: readonly SynthesisVerdictRow[]): SynthesisStatistics {
+export function datasetStatistics(
+  candidates: readonly SynthesisCandidateRow[],
+  verdicts: readonly SynthesisVerdictRow[],
+): SynthesisStatistics {
   const accepted = candidates.filter((row) => row.accepted);
   const verdictOf = new Map(verdicts.map((verdict) => [`${verdict.workflowId}\u0000${verdict.check}`, verdict]));
   const synthesized = candidates.filter((row) => !row.reason.startsWith('synthesis:'));
@@ -37,7 +40,7 @@ export function datasetStatistics(candidates: readonly SynthesisCandidateRow[], 
   const difficultyDistribution: Record<string, number> = {};
   for (const row of accepted) {
     const bound = Number(verdictOf.get(`${row.workflowId}\u0000difficulty`)?.details.errorLowerBound ?? 0);
-    const bucket = (Math.min(0.9, Math.floor(bound * 10) / 10)).toFixed(1);
+    const bucket = Math.min(0.9, Math.floor(bound * 10) / 10).toFixed(1);
     difficultyDistribution[bucket] = (difficultyDistribution[bucket] ?? 0) + 1;
   }
   const totalSeconds = candidates.reduce((sum, row) => sum + row.seconds, 0);
@@ -65,5 +68,10 @@ export function datasetStatistics(candidates: readonly SynthesisCandidateRow[], 
 /** "difficulty: bound 0.42 ≤ 0.70 (…)" → "difficulty" family key without numbers, so reasons group. */
 function shortReason(reason: string): string {
   const rest = reason.slice(reason.indexOf(':') + 1).trim();
-  return rest.replace(/[\d.,]+/g, 'N').replace(/"[^"]*"/g, '"…"').replace(/\(.*\)/g, '').trim().slice(0, 60);
+  return rest
+    .replace(/[\d.,]+/g, 'N')
+    .replace(/"[^"]*"/g, '"…"')
+    .replace(/\(.*\)/g, '')
+    .trim()
+    .slice(0, 60);
 }

@@ -8,7 +8,6 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import type { BlobStore } from '../ports/blob-store.port.js';
-import type { ContaminationIndex } from '../ports/contamination.port.js';
 import type { KnowledgeBaseReader, StoredDocument } from '../ports/knowledge-base.port.js';
 import type { SynthesisStore } from '../ports/synthesis-store.port.js';
 import { toApplicationFailure } from '../../workflows/contracts/application-failure.js';
@@ -28,12 +27,24 @@ import { KnowledgeGraph } from './knowledge-graph.js';
 import { datasetStatistics } from './statistics.js';
 import type { Synthesizer } from './synthesizer.js';
 
+/** What the contamination check needs of an index of evaluation sets (corpus/question-sets' ContaminationIndex). */
+export interface ContaminationLookup {
+  check(question: string): {
+    contaminated: boolean;
+    reason?: string;
+    set?: string;
+    itemId?: string;
+    question?: string;
+    overlap?: number;
+  };
+}
+
 export interface SynthesisDependencies {
   readonly knowledgeBase: KnowledgeBaseReader;
   readonly store: SynthesisStore;
   readonly blobs: BlobStore;
-  /** The evaluation sets a question must not overlap; without one the contamination check fails every candidate, naming the fix. */
-  readonly contamination?: ContaminationIndex | undefined;
+  /** Opens the index of evaluation sets a question must not overlap (once, on first use); without one the contamination check fails every candidate, naming the fix. */
+  readonly contamination?: (() => Promise<ContaminationLookup>) | undefined;
   /** How long an indexed knowledge base is trusted before its version is checked again. @default 30 s */
   readonly graphTtlMs?: number;
 }
@@ -44,7 +55,9 @@ const KINDS = ['country', 'city'] as const;
 export const datasetBlobKey = (datasetId: string) => `synthesis/${datasetId}/dataset.jsonl`;
 
 const recordSchema = z.object({
-  turnRecords: z.array(z.object({ tools: z.array(z.object({ tool: z.string(), ok: z.boolean(), documentIds: z.array(z.string()) })).default([]) })),
+  turnRecords: z.array(
+    z.object({ tools: z.array(z.object({ tool: z.string(), ok: z.boolean(), documentIds: z.array(z.string()) })).default([]) }),
+  ),
 });
 
 export function createSynthesisActivities(deps: SynthesisDependencies): SynthesisActivities {
@@ -72,11 +85,14 @@ export function createSynthesisActivities(deps: SynthesisDependencies): Synthesi
     if (documentCache.size > 50_000) documentCache.clear();
     return new Map(ids.filter((id) => documentCache.has(id)).map((id) => [id, documentCache.get(id)!]));
   }
+  let contaminationIndex: Promise<ContaminationLookup> | undefined;
   const synthesizers: Record<string, Synthesizer> = { grounded: createGroundedSynthesizer({ graph, documents }) };
   const synthesizerOf = (state: SynthesisState | { synthesizer: string }) => {
     const synthesizer = synthesizers[state.synthesizer];
     if (!synthesizer)
-      throw toApplicationFailure(new LonghaulError(errorTypes.invalidInput, `unknown synthesizer "${state.synthesizer}"`, { field: 'synthesizer' }));
+      throw toApplicationFailure(
+        new LonghaulError(errorTypes.invalidInput, `unknown synthesizer "${state.synthesizer}"`, { field: 'synthesizer' }),
+      );
     return synthesizer;
   };
 
@@ -122,7 +138,8 @@ export function createSynthesisActivities(deps: SynthesisDependencies): Synthesi
 
     async checkUniqueness(input) {
       const { state } = input.candidate;
-      if (state.synthesizer !== 'grounded') return verdict(input, 'uniqueness', false, `no uniqueness proof for synthesizer ${state.synthesizer}`);
+      if (state.synthesizer !== 'grounded')
+        return verdict(input, 'uniqueness', false, `no uniqueness proof for synthesizer ${state.synthesizer}`);
       const kb = await graph();
       const { answers, sizes } = kb.answers(state.nodes, state.seedFact.predicate);
       const passed = answers.size === 1 && answers.has(input.candidate.answer);
@@ -140,13 +157,26 @@ export function createSynthesisActivities(deps: SynthesisDependencies): Synthesi
     async checkContamination(input) {
       if (!deps.contamination)
         return verdict(input, 'contamination', false, 'no evaluation sets indexed (the contamination index is not configured)');
-      const result = deps.contamination.check(input.candidate.question);
-      return verdict(input, 'contamination', !result.contaminated, result.reason, {
-        sets: deps.contamination.sets,
+      contaminationIndex ??= deps.contamination().catch((error: unknown) => {
+        contaminationIndex = undefined;
+        throw error;
+      });
+      const result = (await contaminationIndex).check(input.candidate.question);
+      const details = {
         set: result.set ?? null,
         itemId: result.itemId ?? null,
+        evaluationQuestion: result.question ?? null,
         overlap: result.overlap ?? null,
-      });
+      };
+      return verdict(
+        input,
+        'contamination',
+        !result.contaminated,
+        result.contaminated
+          ? `overlaps ${result.set ?? 'an evaluation set'} item ${result.itemId ?? '?'} (${result.reason ?? 'match'}, overlap ${result.overlap ?? 1})`
+          : 'no evaluation-set question shares its normalised text or enough n-grams',
+        details,
+      );
     },
 
     async checkSolvability(input) {
@@ -166,7 +196,12 @@ export function createSynthesisActivities(deps: SynthesisDependencies): Synthesi
           trajectoryId: attempt.trajectoryId,
           passed,
           toolCalls: tools.length,
-          why: attempt.reward < 1 ? `reward ${attempt.reward} (answer ${JSON.stringify(attempt.answer)})` : unread.length ? `never read ${unread.join(', ')}` : 'solved',
+          why:
+            attempt.reward < 1
+              ? `reward ${attempt.reward} (answer ${JSON.stringify(attempt.answer)})`
+              : unread.length
+                ? `never read ${unread.join(', ')}`
+                : 'solved',
         });
       }
       const solved = outcomes.filter((outcome) => outcome.passed);
@@ -232,7 +267,9 @@ export function createSynthesisActivities(deps: SynthesisDependencies): Synthesi
       const missing = [...Array(count).keys()].filter((index) => !present.has(index));
       if (missing.length)
         throw toApplicationFailure(
-          new LonghaulError(errorTypes.corrupt, `dataset ${datasetId} lacks tasks ${missing.slice(0, 10).join(', ')} of ${count}`, { field: 'count' }),
+          new LonghaulError(errorTypes.corrupt, `dataset ${datasetId} lacks tasks ${missing.slice(0, 10).join(', ')} of ${count}`, {
+            field: 'count',
+          }),
         );
       const verdicts = await deps.store.verdicts(candidates.map((row) => row.workflowId));
       const statistics = datasetStatistics(candidates, verdicts);
@@ -248,7 +285,13 @@ export function createSynthesisActivities(deps: SynthesisDependencies): Synthesi
           answers: [row.answer],
           goldTurns: row.candidate.goldTurns,
           source: `longhaul-${dataset.synthesizer}`,
-          provenance: { datasetId, taskIndex: row.taskIndex, workflowId: row.workflowId, ...row.candidate, verdicts: verdictsOf(row.workflowId) },
+          provenance: {
+            datasetId,
+            taskIndex: row.taskIndex,
+            workflowId: row.workflowId,
+            ...row.candidate,
+            verdicts: verdictsOf(row.workflowId),
+          },
         }),
       );
       // The content hash covers what the run decided, not its ids or timings: two runs with the same seed hash alike.
@@ -257,7 +300,15 @@ export function createSynthesisActivities(deps: SynthesisDependencies): Synthesi
           JSON.stringify(
             candidates
               .sort((a, b) => a.taskIndex - b.taskIndex)
-              .map((row) => [row.taskIndex, row.accepted, row.reason, row.question, row.answer, row.candidate.facts, row.candidate.goldTurns]),
+              .map((row) => [
+                row.taskIndex,
+                row.accepted,
+                row.reason,
+                row.question,
+                row.answer,
+                row.candidate.facts,
+                row.candidate.goldTurns,
+              ]),
           ),
         )
         .digest('hex');
@@ -265,9 +316,13 @@ export function createSynthesisActivities(deps: SynthesisDependencies): Synthesi
       if (dataset.status === 'published') {
         if (dataset.contentHash !== contentHash)
           throw toApplicationFailure(
-            new LonghaulError(errorTypes.corrupt, `dataset ${datasetId} is published with content ${dataset.contentHash}; it cannot change`, {
-              field: 'datasetId',
-            }),
+            new LonghaulError(
+              errorTypes.corrupt,
+              `dataset ${datasetId} is published with content ${dataset.contentHash}; it cannot change`,
+              {
+                field: 'datasetId',
+              },
+            ),
           );
       } else {
         await deps.blobs.put(blobKey, lines.join('\n') + (lines.length ? '\n' : ''), 'application/x-ndjson');

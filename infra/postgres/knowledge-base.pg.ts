@@ -21,7 +21,13 @@ export function createPgKnowledgeBase(pool: pg.Pool): KnowledgeBaseReader {
         'SELECT id, kind, name, document_id FROM kb_entities WHERE kind = ANY($1::text[]) ORDER BY id',
         [kinds],
       );
-      const relations = await pool.query<{ subject_id: string; predicate: string; object_id: string | null; object_text: string; document_id: string }>(
+      const relations = await pool.query<{
+        subject_id: string;
+        predicate: string;
+        object_id: string | null;
+        object_text: string;
+        document_id: string;
+      }>(
         `SELECT r.subject_id, r.predicate, r.object_id, r.object_text, r.document_id
            FROM kb_relations r JOIN kb_entities e ON e.id = r.subject_id
           WHERE e.kind = ANY($1::text[]) ORDER BY r.subject_id, r.predicate, r.object_text`,

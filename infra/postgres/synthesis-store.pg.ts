@@ -51,17 +51,40 @@ export function createPgSynthesisStore(pool: pg.Pool): SynthesisStore {
       );
     },
     async verdicts(workflowIds) {
-      const { rows } = await pool.query<{ workflow_id: string; check_name: string; passed: boolean; reason: string; details: Record<string, unknown> }>(
+      const { rows } = await pool.query<{
+        workflow_id: string;
+        check_name: string;
+        passed: boolean;
+        reason: string;
+        details: Record<string, unknown>;
+      }>(
         'SELECT workflow_id, check_name, passed, reason, details FROM synthesis_verdicts WHERE workflow_id = ANY($1::text[]) ORDER BY workflow_id, recorded_at',
         [workflowIds],
       );
-      return rows.map((row) => ({ workflowId: row.workflow_id, check: row.check_name, passed: row.passed, reason: row.reason, details: row.details }));
+      return rows.map((row) => ({
+        workflowId: row.workflow_id,
+        check: row.check_name,
+        passed: row.passed,
+        reason: row.reason,
+        details: row.details,
+      }));
     },
     async recordCandidate(row) {
       await pool.query(
         `INSERT INTO synthesis_candidates (dataset_id, task_index, workflow_id, accepted, reason, question, answer, candidate, seconds, tokens)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (dataset_id, task_index) DO NOTHING`,
-        [row.datasetId, row.taskIndex, row.workflowId, row.accepted, row.reason, row.question, row.answer, JSON.stringify(row.candidate), row.seconds, row.tokens],
+        [
+          row.datasetId,
+          row.taskIndex,
+          row.workflowId,
+          row.accepted,
+          row.reason,
+          row.question,
+          row.answer,
+          JSON.stringify(row.candidate),
+          row.seconds,
+          row.tokens,
+        ],
       );
     },
     async candidates(datasetId) {
@@ -77,20 +100,18 @@ export function createPgSynthesisStore(pool: pg.Pool): SynthesisStore {
         seconds: number;
         tokens: number;
       }>('SELECT * FROM synthesis_candidates WHERE dataset_id = $1 ORDER BY task_index', [datasetId]);
-      return rows.map(
-        (row): SynthesisCandidateRow => ({
-          datasetId: row.dataset_id,
-          taskIndex: row.task_index,
-          workflowId: row.workflow_id,
-          accepted: row.accepted,
-          reason: row.reason,
-          question: row.question,
-          answer: row.answer,
-          candidate: row.candidate,
-          seconds: row.seconds,
-          tokens: row.tokens,
-        }),
-      );
+      return rows.map((row): SynthesisCandidateRow => ({
+        datasetId: row.dataset_id,
+        taskIndex: row.task_index,
+        workflowId: row.workflow_id,
+        accepted: row.accepted,
+        reason: row.reason,
+        question: row.question,
+        answer: row.answer,
+        candidate: row.candidate,
+        seconds: row.seconds,
+        tokens: row.tokens,
+      }));
     },
     async publish(datasetId, fields) {
       const { rowCount } = await pool.query(
@@ -99,9 +120,13 @@ export function createPgSynthesisStore(pool: pg.Pool): SynthesisStore {
         [datasetId, fields.blobKey, fields.contentHash, fields.items, JSON.stringify(fields.statistics)],
       );
       if (rowCount === 0)
-        throw new LonghaulError(errorTypes.corrupt, `dataset ${datasetId} is already published with other content; published datasets never change`, {
-          field: 'datasetId',
-        });
+        throw new LonghaulError(
+          errorTypes.corrupt,
+          `dataset ${datasetId} is already published with other content; published datasets never change`,
+          {
+            field: 'datasetId',
+          },
+        );
     },
   };
 }

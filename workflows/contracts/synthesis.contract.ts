@@ -187,8 +187,17 @@ export interface SynthesisRunResult extends SynthesisStatistics {
 /** Activities of the agent queue that the synthesis workflows call. */
 export interface SynthesisActivities {
   synthesisBegin(input: { datasetId: string; synthesizer: SynthesizerName; seed: number; settings: SynthesisSettings }): Promise<void>;
-  synthesisSeed(input: { synthesizer: SynthesizerName; seed: number; taskIndex: number }): Promise<{ state: SynthesisState | null; reason: string }>;
-  synthesisInject(input: { state: SynthesisState; seed: number; round: number; final: boolean }): Promise<{ state: SynthesisState | null; reason: string }>;
+  synthesisSeed(input: {
+    synthesizer: SynthesizerName;
+    seed: number;
+    taskIndex: number;
+  }): Promise<{ state: SynthesisState | null; reason: string }>;
+  synthesisInject(input: {
+    state: SynthesisState;
+    seed: number;
+    round: number;
+    final: boolean;
+  }): Promise<{ state: SynthesisState | null; reason: string }>;
   synthesisFuzz(input: { state: SynthesisState; seed: number; round: number }): Promise<{ state: SynthesisState | null; reason: string }>;
   synthesisVerify(input: { state: SynthesisState }): Promise<{ ok: boolean; reason: string }>;
   synthesisExit(input: { state: SynthesisState }): Promise<{ candidate: SynthesisCandidate | null; reason: string }>;

@@ -1,6 +1,16 @@
 /** Validation and defaults of the synthesis workflows' input (pure: runs inside the workflows and in the CLI's preflight). */
 import { synthesizerNames, type SynthesisSettings, type SynthesizerName } from './synthesis.contract.js';
-import { InputError, enumField, integerField, nestedField, numberField, objectInput, rejectUnknown, stringField, type Fields } from './validate.js';
+import {
+  InputError,
+  enumField,
+  integerField,
+  nestedField,
+  numberField,
+  objectInput,
+  rejectUnknown,
+  stringField,
+  type Fields,
+} from './validate.js';
 
 const SETTINGS_FIELDS = [
   'targetHops',
