@@ -17,7 +17,7 @@ import {
   ParentClosePolicy,
 } from '@temporalio/workflow';
 import type { GenerateActivityInput, GenerateActivityResult } from '../activities/policy.activities.js';
-import { activityOptions } from './contracts/activity-options.js';
+import { activityOptions, activityRetry } from './contracts/activity-options.js';
 import { queuePrefixOf } from './contracts/queues.js';
 import { searchAttributes } from './contracts/search-attributes.js';
 import {
@@ -40,6 +40,12 @@ import type { trajectory } from './trajectory.workflow.js';
 /** The closed-book prompt of the difficulty check (kept here: workflows build the request). */
 const CLOSED_BOOK_SYSTEM = 'Answer the question from memory, without searching. Reply with only the answer inside <answer></answer>.';
 
+/**
+ * The synthesis activities are short (an indexed knowledge base in memory, a few queries): a minute
+ * per attempt, so a task whose worker died is retried within a minute, not after the default two.
+ */
+const synthesisActivityOptions = { startToCloseTimeout: '1 minute', retry: activityRetry } as const;
+
 /** A task's own seed from the run's seed and its index (FNV-1a), so tasks differ and runs repeat. */
 export function taskSeed(seed: number, taskIndex: number): number {
   let hash = 2166136261 ^ seed;
@@ -52,7 +58,7 @@ export async function synthesizeQuestion(raw: SynthesizeQuestionInput): Promise<
   const { settings } = input;
   const { workflowId, taskQueue } = workflowInfo();
   const options = activityOptions(queuePrefixOf(taskQueue));
-  const act = proxyActivities<SynthesisActivities>(options.bookkeeping);
+  const act = proxyActivities<SynthesisActivities>(synthesisActivityOptions);
   const policy = proxyActivities<{ generate(input: GenerateActivityInput): Promise<GenerateActivityResult> }>(options.generate);
   const startedAtMs = Date.now();
   const seed = taskSeed(input.seed, input.taskIndex);
@@ -195,8 +201,7 @@ export async function synthesizeQuestion(raw: SynthesizeQuestionInput): Promise<
 
 export async function synthesisRun(raw: SynthesisRunInput): Promise<SynthesisRunResult> {
   const input = validated(() => parseSynthesisRunInput(raw));
-  const { taskQueue } = workflowInfo();
-  const act = proxyActivities<SynthesisActivities>(activityOptions(queuePrefixOf(taskQueue)).bookkeeping);
+  const act = proxyActivities<SynthesisActivities>(synthesisActivityOptions);
   const carried = raw.carried ?? { nextIndex: 0, accepted: 0, finished: 0, startedAtMs: Date.now() };
   let { nextIndex, accepted, finished } = carried;
   let phase: SynthesisRunState['phase'] = 'synthesizing';
