@@ -21,6 +21,7 @@ import { modelCommand } from './commands/model.command.js';
 import { serveCommand } from './commands/serve.command.js';
 import { evalCommand } from './commands/eval.command.js';
 import { datasetsCommand } from './commands/datasets.command.js';
+import { synthCommand } from './commands/synth.command.js';
 import { errorTypes, LonghaulError } from '../workflows/contracts/errors.js';
 
 const commands: readonly Command[] = [
@@ -43,6 +44,7 @@ const commands: readonly Command[] = [
   serveCommand,
   evalCommand,
   datasetsCommand,
+  synthCommand,
 ];
 
 function help(): string {
