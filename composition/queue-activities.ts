@@ -25,6 +25,7 @@ import { createWeightSyncActivities } from '../activities/weight-sync.activities
 import { createSynthesisActivities, type SynthesisDependencies } from '../activities/synthesis/synthesis.activities.js';
 import { createPgKnowledgeBase } from '../infra/postgres/knowledge-base.pg.js';
 import { createPgSynthesisStore } from '../infra/postgres/synthesis-store.pg.js';
+import { loadContaminationIndex } from './question-sets.js';
 import type pg from 'pg';
 import { createEngineActivities } from '../gpu/train/engine.activities.js';
 import { createTrainActivities } from '../gpu/train/train-step.activities.js';
@@ -110,7 +111,8 @@ export async function workerActivities(role: QueueRole, settings: Config, blobs:
       const judge = configuredJudge(settings.judge);
       const { trajectories, skeletonSteps, buffer } = services;
       const evaluation = { evaluations: createPgEvaluationStore(services.pool), corpusVersion: () => searchCorpusVersion(services.pool) };
-      const synthesis = synthesisDependencies(services.pool, blobs);
+      // The evaluation sets under LONGHAUL_DATA_ROOT, indexed on the first contamination check.
+      const synthesis = synthesisDependencies(services.pool, blobs, () => loadContaminationIndex(settings.dataRoot));
       return {
         activities: agentQueueActivities({ blobs, trajectories, skeletonSteps, buffer, judge, evaluation, synthesis }),
         close: () => services.close(),

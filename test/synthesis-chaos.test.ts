@@ -5,6 +5,9 @@
  */
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createPgSynthesisStore } from '../infra/postgres/synthesis-store.pg.js';
 import { synthesisRunStateQuery, synthesisRunWorkflowType, type SynthesisRunResult } from '../workflows/contracts/synthesis.contract.js';
@@ -17,6 +20,7 @@ describe('a synthesis run under kill -9', () => {
   let context: TestContext;
   let corpus: SynthesisCorpus;
   let env: NodeJS.ProcessEnv;
+  let dataRoot: string;
   const workers = new Map<QueueRole, ChildProcess>();
 
   const start = async (role: QueueRole) => {
@@ -28,13 +32,25 @@ describe('a synthesis run under kill -9', () => {
   before(async () => {
     context = await openContext(prefix);
     corpus = await synthesisCorpus(context.config, 'synthchaos');
-    env = { LONGHAUL_TASK_QUEUE_PREFIX: prefix, LONGHAUL_POLICY_BACKEND: 'scripted', DATABASE_URL: corpus.databaseUrl };
+    // One small evaluation set for the contamination check (the real index, loaded by the worker from LONGHAUL_DATA_ROOT).
+    dataRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'longhaul-synth-eval-'));
+    fs.writeFileSync(
+      path.join(dataRoot, 'eval.jsonl'),
+      `${JSON.stringify({ id: 'e1', question: 'What is the capital of Atlantis, the sunken island?', golden_answers: ['Poseidonis'] })}\n`,
+    );
+    env = {
+      LONGHAUL_TASK_QUEUE_PREFIX: prefix,
+      LONGHAUL_POLICY_BACKEND: 'scripted',
+      DATABASE_URL: corpus.databaseUrl,
+      LONGHAUL_DATA_ROOT: dataRoot,
+    };
     for (const role of ['agent', 'tools', 'gpu-infer'] as const) await start(role);
   });
   after(async () => {
     for (const worker of workers.values()) worker.kill('SIGKILL');
     await corpus?.close();
     await context?.close();
+    fs.rmSync(dataRoot, { recursive: true, force: true });
   });
 
   const input = (datasetId: string) => ({
@@ -53,6 +69,7 @@ describe('a synthesis run under kill -9', () => {
       args: [input(`${prefix}calm`)],
     });
     assert.equal(calm.candidates, 8);
+    assert.ok(calm.accepted >= 1, `some accepted items to compare (${JSON.stringify(calm.rejectionsByReason)})`);
 
     const handle = await context.client.workflow.start(synthesisRunWorkflowType, {
       taskQueue: context.queue('agent'),

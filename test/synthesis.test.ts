@@ -19,7 +19,7 @@ import { createPgSynthesisStore } from '../infra/postgres/synthesis-store.pg.js'
 import { synthesisRunWorkflowType, type SynthesisCandidate, type SynthesisRunResult } from '../workflows/contracts/synthesis.contract.js';
 import { createScriptedPolicy } from './doubles/scripted-policy.js';
 import { openContext, uniquePrefix, type TestContext } from './helpers/stack.js';
-import { exactQuestionIndex, synthesisCorpus, type SynthesisCorpus } from './helpers/synthesis.js';
+import { evaluationSetIndex, synthesisCorpus, type SynthesisCorpus } from './helpers/synthesis.js';
 
 describe('the data-synthesis agent', () => {
   const prefix = uniquePrefix('synth');
@@ -28,7 +28,6 @@ describe('the data-synthesis agent', () => {
   let agent: InProcessAgent;
   let stopAgent: () => Promise<void>;
   let run: SynthesisRunResult;
-  const contaminated: string[] = [];
 
   before(async () => {
     context = await openContext(prefix);
@@ -41,7 +40,7 @@ describe('the data-synthesis agent', () => {
       backend: createScriptedPolicy(),
       tools: createToolActivities({ registry: registry.registry, store: createPgToolCallStore(corpus.pool) }),
       prefix,
-      contamination: async () => await exactQuestionIndex(contaminated)(),
+      contamination: evaluationSetIndex(['What is the capital of Atlantis, the sunken island?']),
     });
     let release!: () => void;
     const released = new Promise<void>((resolve) => (release = resolve));
@@ -107,7 +106,7 @@ describe('the data-synthesis agent', () => {
     assert.ok(acceptedRow, 'an accepted candidate to break');
     const activities = createSynthesisActivities({
       ...synthesisDependencies(corpus.pool, context.blobs),
-      contamination: exactQuestionIndex([`  ${acceptedRow.question!.toUpperCase()} `]),
+      contamination: evaluationSetIndex([`  ${acceptedRow.question!.toUpperCase()} `]),
     });
     // Rebuild the full candidate from its stored chain.
     const chain = acceptedRow.candidate as unknown as {
@@ -152,7 +151,7 @@ describe('the data-synthesis agent', () => {
 
     const contamination = await activities.checkContamination({ workflowId: id('contaminated'), candidate });
     assert.equal(contamination.passed, false);
-    assert.match(contamination.reason, /overlaps test-set item q0/);
+    assert.match(contamination.reason, /overlaps test-set item q0 \(normalised-text/);
     const clean = await activities.checkContamination({
       workflowId: id('clean'),
       candidate: { ...candidate, question: 'What is the capital of Peru?' },

@@ -8,6 +8,7 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import type { BlobStore } from '../ports/blob-store.port.js';
+import type { ContaminationCheck } from '../ports/contamination.port.js';
 import type { KnowledgeBaseReader, StoredDocument } from '../ports/knowledge-base.port.js';
 import type { SynthesisStore } from '../ports/synthesis-store.port.js';
 import { toApplicationFailure } from '../../workflows/contracts/application-failure.js';
@@ -27,17 +28,8 @@ import { KnowledgeGraph } from './knowledge-graph.js';
 import { datasetStatistics } from './statistics.js';
 import type { Synthesizer } from './synthesizer.js';
 
-/** What the contamination check needs of an index of evaluation sets (corpus/question-sets' ContaminationIndex). */
-export interface ContaminationLookup {
-  check(question: string): {
-    contaminated: boolean;
-    reason?: string;
-    set?: string;
-    itemId?: string;
-    question?: string;
-    overlap?: number;
-  };
-}
+/** What the contamination check needs of an index of evaluation sets (activities/question-sets' ContaminationIndex). */
+export type ContaminationLookup = ContaminationCheck & { describe?(): { questions: number; sets: Record<string, number> } };
 
 export interface SynthesisDependencies {
   readonly knowledgeBase: KnowledgeBaseReader;
@@ -157,16 +149,24 @@ export function createSynthesisActivities(deps: SynthesisDependencies): Synthesi
     async checkContamination(input) {
       if (!deps.contamination)
         return verdict(input, 'contamination', false, 'no evaluation sets indexed (the contamination index is not configured)');
-      contaminationIndex ??= deps.contamination().catch((error: unknown) => {
+      contaminationIndex ??= deps.contamination();
+      let index: ContaminationLookup;
+      try {
+        index = await contaminationIndex;
+      } catch (error) {
         contaminationIndex = undefined;
-        throw error;
-      });
-      const result = (await contaminationIndex).check(input.candidate.question);
+        // Unchecked is not clean: the candidate is rejected, with the reason (e.g. LONGHAUL_DATA_ROOT missing).
+        return verdict(input, 'contamination', false, `evaluation sets could not be loaded: ${(error as Error).message.slice(0, 300)}`);
+      }
+      const result = index.check(input.candidate.question);
+      const indexed = index.describe?.();
       const details = {
         set: result.set ?? null,
         itemId: result.itemId ?? null,
         evaluationQuestion: result.question ?? null,
         overlap: result.overlap ?? null,
+        indexedQuestions: indexed?.questions ?? null,
+        indexedSets: indexed ? Object.keys(indexed.sets).length : null,
       };
       return verdict(
         input,
@@ -174,7 +174,7 @@ export function createSynthesisActivities(deps: SynthesisDependencies): Synthesi
         !result.contaminated,
         result.contaminated
           ? `overlaps ${result.set ?? 'an evaluation set'} item ${result.itemId ?? '?'} (${result.reason ?? 'match'}, overlap ${result.overlap ?? 1})`
-          : 'no evaluation-set question shares its normalised text or enough n-grams',
+          : `no overlap with ${indexed ? `${indexed.questions} questions of ${Object.keys(indexed.sets).length} evaluation sets` : 'the evaluation sets'} (normalised text, word n-grams)`,
         details,
       );
     },

@@ -5,6 +5,7 @@ import { buildDefaultCorpus } from '../../corpus/default-corpus.js';
 import { dropSchema, openSchemaPool } from '../../infra/search/open.js';
 import type { Config } from '../../infra/config.js';
 import type { ContaminationLookup } from '../../activities/synthesis/synthesis.activities.js';
+import { ContaminationIndex } from '../../activities/question-sets/contamination.js';
 
 export interface SynthesisCorpus {
   readonly pool: pg.Pool;
@@ -29,20 +30,11 @@ export async function synthesisCorpus(settings: Config, label: string): Promise<
   };
 }
 
-/** An evaluation set of exact questions (normalised: lower case, no punctuation), standing in for the real index in unit paths. */
-export function exactQuestionIndex(questions: readonly string[]): () => Promise<ContaminationLookup> {
-  const normalise = (text: string) =>
-    text
-      .toLowerCase()
-      .replace(/[^\p{L}\p{N}]+/gu, ' ')
-      .trim();
-  const known = new Map(questions.map((question, index) => [normalise(question), index]));
-  return async () => ({
-    check(question: string) {
-      const index = known.get(normalise(question));
-      return index === undefined
-        ? { contaminated: false }
-        : { contaminated: true, reason: 'normalised-text', set: 'test-set', itemId: `q${index}`, question: questions[index]!, overlap: 1 };
-    },
-  });
+/** A contamination index (the real one) over one small evaluation set of these questions. */
+export function evaluationSetIndex(questions: readonly string[]): () => Promise<ContaminationLookup> {
+  return async () =>
+    new ContaminationIndex().add(
+      'test-set',
+      questions.map((question, index) => ({ id: `q${index}`, question })),
+    );
 }
