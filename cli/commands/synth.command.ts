@@ -11,7 +11,11 @@ import { config } from '../../infra/config.js';
 import { stackUp } from '../../infra/services/stack.js';
 import { createPgSynthesisStore } from '../../infra/postgres/synthesis-store.pg.js';
 import { migrate } from '../../infra/postgres/migrate.js';
-import { datasetBlobKey } from '../../activities/synthesis/synthesis.activities.js';
+import { createSynthesisActivities, datasetBlobKey } from '../../activities/synthesis/synthesis.activities.js';
+import { toASearcherJsonl } from '../../activities/question-sets/asearcher.js';
+import { parseQuestionSet } from '../../activities/question-sets/question-set.js';
+import { synthesisDependencies } from '../../composition/queue-activities.js';
+import { parseSynthesisSettings } from '../../workflows/contracts/synthesis.input.js';
 import { taskQueueName } from '../../workflows/contracts/queues.js';
 import {
   synthesisRunStateQuery,
@@ -160,6 +164,7 @@ async function runSynthesis(args: string[]): Promise<number> {
 
 interface DatasetLine {
   id: string;
+  source?: string;
   question: string;
   answers: string[];
   goldTurns: string[];
@@ -220,19 +225,116 @@ async function audit(args: string[]): Promise<number> {
   const services = openServices(settings);
   try {
     await migrate(settings.postgres.url);
-    const dataset = await createPgSynthesisStore(services.pool).dataset(values.dataset);
-    if (!dataset) throw new UsageError(`--dataset: no dataset "${values.dataset}" (see longhaul synth list)`);
-    if (dataset.status !== 'published')
-      throw new UsageError(`--dataset: "${values.dataset}" is still running; audit it once it is published`);
-    const text = (await services.blobs.get(dataset.blobKey ?? datasetBlobKey(values.dataset))).toString('utf8');
-    const lines = text
-      .split('\n')
-      .filter((line) => line.trim() !== '')
-      .map((line) => JSON.parse(line) as DatasetLine);
+    const lines = await publishedLines(services, values.dataset);
     const out = values.out ?? path.join(settings.home, 'reports', `synth-audit-${values.dataset}.md`);
     fs.mkdirSync(path.dirname(out), { recursive: true });
     fs.writeFileSync(out, auditText(values.dataset, lines, sample, seed));
     console.log(`wrote ${Math.min(sample, lines.length)} items to ${out}`);
+    return 0;
+  } finally {
+    await services.close();
+  }
+}
+
+/** The published JSONL of a dataset, or a UsageError naming --dataset. */
+async function publishedLines(services: ReturnType<typeof openServices>, datasetId: string): Promise<DatasetLine[]> {
+  const dataset = await createPgSynthesisStore(services.pool).dataset(datasetId);
+  if (!dataset) throw new UsageError(`--dataset: no dataset "${datasetId}" (see longhaul synth list)`);
+  if (dataset.status !== 'published') throw new UsageError(`--dataset: "${datasetId}" is still running; use it once it is published`);
+  const text = (await services.blobs.get(dataset.blobKey ?? datasetBlobKey(datasetId))).toString('utf8');
+  return text
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .map((line) => JSON.parse(line) as DatasetLine);
+}
+
+/** `synth export`: a published dataset as ASearcher JSONL ({question, answer, source, id, aug_answer}). */
+async function exportDataset(args: string[]): Promise<number> {
+  const { values } = parseFlags(args, { dataset: { type: 'string' }, out: { type: 'string' } });
+  if (!values.dataset) throw new UsageError('--dataset ID is required (see longhaul synth list)');
+  if (!values.out) throw new UsageError('--out FILE is required (the ASearcher JSONL to write)');
+  const settings = config();
+  await stackUp(settings, { workers: false });
+  const services = openServices(settings);
+  try {
+    await migrate(settings.postgres.url);
+    const lines = await publishedLines(services, values.dataset);
+    const items = lines.map((line) => ({
+      id: line.id,
+      question: line.question,
+      answers: line.answers,
+      source: line.source ?? `longhaul:${values.dataset}`,
+    }));
+    fs.writeFileSync(values.out, toASearcherJsonl(items));
+    console.log(`wrote ${items.length} items to ${values.out} (ASearcher JSONL)`);
+    return 0;
+  } finally {
+    await services.close();
+  }
+}
+
+/**
+ * `synth import`: an ASearcher JSONL file as a published dataset (synthesizer "imported"), so it can be
+ * audited, exported and trained on like a synthesized one; its items were not checked here, and say so.
+ * Bad rows are reported by line and skipped.
+ */
+async function importDataset(args: string[]): Promise<number> {
+  const { values, positionals } = parseFlags(args, { 'dataset-id': { type: 'string' } }, true);
+  const file = positionals[0];
+  if (!file || positionals.length > 1)
+    throw new UsageError('expected one FILE (ASearcher JSONL: question, answer, source, id, aug_answer)');
+  if (!fs.existsSync(file)) throw new UsageError(`FILE: "${file}" does not exist`);
+  const datasetId = values['dataset-id'] ?? `import-${path.basename(file).replace(/[^A-Za-z0-9._-]+/g, '-')}`;
+  if (!/^[A-Za-z0-9._-]+$/.test(datasetId))
+    throw new UsageError(`--dataset-id expects letters, digits, ".", "_" or "-", got "${datasetId}"`);
+  let set;
+  try {
+    set = parseQuestionSet(fs.readFileSync(file, 'utf8'), file, { layout: 'asearcher' });
+  } catch (error) {
+    throw new UsageError(`FILE: ${(error as Error).message}`);
+  }
+  for (const skipped of set.skipped) console.error(`${file}:${skipped.line}: skipped (${skipped.field}: ${skipped.reason})`);
+  const settings = config();
+  await stackUp(settings, { workers: false });
+  const services = openServices(settings);
+  try {
+    await migrate(settings.postgres.url);
+    const store = createPgSynthesisStore(services.pool);
+    if (await store.dataset(datasetId))
+      throw new UsageError(`--dataset-id: "${datasetId}" exists already (published datasets never change); choose another`);
+    await store.beginDataset({
+      datasetId,
+      synthesizer: 'imported',
+      seed: 0,
+      settings: { ...parseSynthesisSettings({}), file, sha256: set.sha256 },
+    });
+    for (const [taskIndex, item] of set.items.entries())
+      await store.recordCandidate({
+        datasetId,
+        taskIndex,
+        workflowId: `${datasetId}-import-${taskIndex}`,
+        accepted: true,
+        reason: 'imported (not checked by Longhaul)',
+        question: item.question,
+        answer: item.answers[0] ?? '',
+        candidate: {
+          importedId: item.id,
+          source: item.source ?? null,
+          answers: item.answers,
+          goldTurns: [],
+          facts: [],
+          hops: 0,
+          injections: 0,
+          fuzzes: 0,
+        },
+        seconds: 0,
+        tokens: 0,
+      });
+    const result = await createSynthesisActivities(synthesisDependencies(services.pool, services.blobs)).publishDataset({
+      datasetId,
+      count: set.items.length,
+    });
+    console.log(`imported ${set.items.length} items (${set.skipped.length} rows skipped) as dataset ${datasetId}: ${result.blobKey}`);
     return 0;
   } finally {
     await services.close();
@@ -261,6 +363,8 @@ export const synthCommand: Command = {
   usage: `longhaul synth [--synthesizer grounded] [--count N] [--seed N] [--hops N] [--fuzzes N] [--samples N]
                [--threshold X] [--solver-attempts N] [--concurrency N] [--dataset-id ID] [--json]
 longhaul synth audit --dataset ID [--sample N] [--seed N] [--out FILE]
+longhaul synth export --dataset ID --out FILE      (ASearcher JSONL: question, answer, source, id, aug_answer)
+longhaul synth import FILE [--dataset-id ID]       (ASearcher JSONL → a published dataset, marked unchecked)
 longhaul synth list
 
 Runs N candidates (default 100) through the synthesizer's actions (seed → inject → fuzz → verify →
@@ -280,6 +384,8 @@ Needs the knowledge base of \`longhaul corpus build\`. Same --seed, same knowled
   audit               writes a Markdown file (default <home>/reports/synth-audit-ID.md) of --sample N items`,
   async run(args) {
     if (args[0] === 'audit') return audit(args.slice(1));
+    if (args[0] === 'export') return exportDataset(args.slice(1));
+    if (args[0] === 'import') return importDataset(args.slice(1));
     if (args[0] === 'list') return list();
     return runSynthesis(args);
   },
