@@ -25,6 +25,7 @@ import { codecServerCommand } from './commands/codec-server.command.js';
 import { reportCommand } from './commands/report.command.js';
 import { showCommand } from './commands/show.command.js';
 import { chaosCommand } from './commands/chaos.command.js';
+import { synthCommand } from './commands/synth.command.js';
 import { errorTypes, LonghaulError } from '../workflows/contracts/errors.js';
 
 const commands: readonly Command[] = [
@@ -51,6 +52,7 @@ const commands: readonly Command[] = [
   reportCommand,
   showCommand,
   chaosCommand,
+  synthCommand,
 ];
 
 function help(): string {

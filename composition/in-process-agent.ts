@@ -19,7 +19,8 @@ import { createPgSkeletonStepStore } from '../infra/postgres/skeleton-step-store
 import { createPgTrajectoryStore } from '../infra/postgres/trajectory-store.pg.js';
 import { connectWorker, dataConverter } from '../infra/temporal/connection.js';
 import { checkHyperparameters } from '../gpu/train/train-step.activities.js';
-import { agentQueueActivities, inferenceQueueActivities, toolsQueueActivities } from './queue-activities.js';
+import { agentQueueActivities, inferenceQueueActivities, synthesisDependencies, toolsQueueActivities } from './queue-activities.js';
+import type { ContaminationLookup } from '../activities/synthesis/synthesis.activities.js';
 import { taskQueueName, type QueueRole } from '../workflows/contracts/queues.js';
 import type { ToolActivities } from '../workflows/contracts/tools.contract.js';
 import { workflowBundlePath } from '../infra/paths.js';
@@ -41,6 +42,8 @@ export interface InProcessAgentOptions {
   readonly weightSync?: WeightSync;
   /** The LLM judge of rewardMetric "judge". @default the configured one (LONGHAUL_JUDGE_BASE_URL or LONGHAUL_OPENAI_BASE_URL), if any */
   readonly judge?: Judge;
+  /** The evaluation sets the synthesis contamination check uses. @default none (the check rejects, naming the fix) */
+  readonly contamination?: () => Promise<ContaminationLookup>;
 }
 
 export interface InProcessAgent {
@@ -59,6 +62,7 @@ export async function createInProcessAgent(options: InProcessAgentOptions): Prom
       buffer: createPgTrajectoryBuffer(pool),
       judge: options.judge ?? configuredJudge(config.judge),
       evaluation: { evaluations: createPgEvaluationStore(pool), corpusVersion: () => searchCorpusVersion(pool) },
+      synthesis: synthesisDependencies(pool, blobs, options.contamination),
     }),
     'gpu-infer': inferenceQueueActivities({ blobs, backend, weightSync: options.weightSync ?? noWeightSync() }),
     tools: toolsQueueActivities({ blobs, tools, observations: createPgFrozenObservationStore(pool) }),

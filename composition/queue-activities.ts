@@ -22,6 +22,11 @@ import { createPolicyActivities } from '../activities/policy.activities.js';
 import { createSkeletonActivities } from '../activities/skeleton.activities.js';
 import { createToolActivities } from '../activities/tools/run-tools.activities.js';
 import { createWeightSyncActivities } from '../activities/weight-sync.activities.js';
+import { createSynthesisActivities, type SynthesisDependencies } from '../activities/synthesis/synthesis.activities.js';
+import { createPgKnowledgeBase } from '../infra/postgres/knowledge-base.pg.js';
+import { createPgSynthesisStore } from '../infra/postgres/synthesis-store.pg.js';
+import { loadContaminationIndex } from './question-sets.js';
+import type pg from 'pg';
 import { createEngineActivities } from '../gpu/train/engine.activities.js';
 import { createTrainActivities } from '../gpu/train/train-step.activities.js';
 import { materializePolicyVersion } from '../gpu/infer/policy-store.js';
@@ -39,7 +44,16 @@ import { createConfiguredBackend, lazyBackend, versionCacheDir } from './policy-
 import { openServices } from './services.js';
 import { buildToolRegistry } from './tool-registry.js';
 
-/** agent: workflows' storage activities (skeleton steps, the trajectory record, the learner's dataset and buffer). */
+/** The synthesis activities' dependencies over a Postgres pool (knowledge base, synthesis tables) and the blob store. */
+export function synthesisDependencies(
+  pool: pg.Pool,
+  blobs: BlobStore,
+  contamination?: SynthesisDependencies['contamination'],
+): SynthesisDependencies {
+  return { knowledgeBase: createPgKnowledgeBase(pool), store: createPgSynthesisStore(pool), blobs, contamination };
+}
+
+/** agent: workflows' storage activities (skeleton steps, the trajectory record, the learner's dataset and buffer, synthesis). */
 export function agentQueueActivities(deps: {
   blobs: BlobStore;
   trajectories: TrajectoryStore;
@@ -48,9 +62,11 @@ export function agentQueueActivities(deps: {
   judge?: Judge | undefined;
   /** The evaluation workflow's stores (absent: its activities are not served). */
   evaluation?: { evaluations: EvaluationResultStore; corpusVersion: () => Promise<string> };
+  synthesis?: SynthesisDependencies | undefined;
 }) {
   return {
     ...(deps.evaluation ? createEvaluationActivities({ blobs: deps.blobs, judge: deps.judge, ...deps.evaluation }) : {}),
+    ...(deps.synthesis ? createSynthesisActivities(deps.synthesis) : {}),
     ...createHealthActivities('agent'),
     ...createSkeletonActivities({ blobs: deps.blobs, steps: deps.skeletonSteps }),
     ...createFinishActivities({ blobs: deps.blobs, trajectories: deps.trajectories, ...(deps.judge ? { judge: deps.judge } : {}) }),
@@ -95,8 +111,10 @@ export async function workerActivities(role: QueueRole, settings: Config, blobs:
       const judge = configuredJudge(settings.judge);
       const { trajectories, skeletonSteps, buffer } = services;
       const evaluation = { evaluations: createPgEvaluationStore(services.pool), corpusVersion: () => searchCorpusVersion(services.pool) };
+      // The evaluation sets under LONGHAUL_DATA_ROOT, indexed on the first contamination check.
+      const synthesis = synthesisDependencies(services.pool, blobs, () => loadContaminationIndex(settings.dataRoot));
       return {
-        activities: agentQueueActivities({ blobs, trajectories, skeletonSteps, buffer, judge, evaluation }),
+        activities: agentQueueActivities({ blobs, trajectories, skeletonSteps, buffer, judge, evaluation, synthesis }),
         close: () => services.close(),
       };
     }

@@ -98,6 +98,21 @@ const cases: { readonly what: string; readonly args: string[]; readonly message:
     args: ['demo', '--batch', '6', '--group', '4'],
     message: /^longhaul: --batch \(batchSize\): must be a multiple of groupSize \(4\), got 6/,
   },
+  {
+    what: 'synth with an unknown synthesizer',
+    args: ['synth', '--synthesizer', 'magic', '--count', '5'],
+    message: /^longhaul: --synthesizer \(synthesizer\): expected one of "grounded", got "magic"/,
+  },
+  {
+    what: 'synth with --count 0',
+    args: ['synth', '--count', '0'],
+    message: /^longhaul: --count \(count\): expected an integer between 1 and 10000000, got 0/,
+  },
+  {
+    what: 'synth with --threshold outside [0, 1]',
+    args: ['synth', '--threshold', '1.5'],
+    message: /^longhaul: --threshold \(settings\.difficultyThreshold\): expected a number between 0 and 1, got 1\.5/,
+  },
 ];
 
 for (const { what, args, message } of cases) {

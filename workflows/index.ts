@@ -4,3 +4,4 @@ export { trajectory } from './trajectory.workflow.js';
 export { learner } from './learner.workflow.js';
 export { warmStart } from './warm-start.workflow.js';
 export { evaluation } from './evaluation.workflow.js';
+export { synthesizeQuestion, synthesisRun } from './synthesis.workflow.js';

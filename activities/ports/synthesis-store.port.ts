@@ -1,0 +1,54 @@
+/** Port: where synthesis runs keep their datasets, candidates and check verdicts (Postgres). */
+
+export interface SynthesisDatasetRow {
+  readonly datasetId: string;
+  readonly synthesizer: string;
+  readonly seed: number;
+  readonly settings: Readonly<Record<string, unknown>>;
+  readonly status: 'running' | 'published';
+  readonly blobKey: string | null;
+  readonly contentHash: string | null;
+  readonly items: number | null;
+  readonly statistics: Readonly<Record<string, unknown>> | null;
+}
+
+export interface SynthesisCandidateRow {
+  readonly datasetId: string;
+  readonly taskIndex: number;
+  readonly workflowId: string;
+  readonly accepted: boolean;
+  readonly reason: string;
+  readonly question: string | null;
+  readonly answer: string | null;
+  /** The candidate's chain, facts, gold path and check details, as JSON. */
+  readonly candidate: Readonly<Record<string, unknown>>;
+  readonly seconds: number;
+  readonly tokens: number;
+}
+
+export interface SynthesisVerdictRow {
+  readonly workflowId: string;
+  readonly check: string;
+  readonly passed: boolean;
+  readonly reason: string;
+  readonly details: Readonly<Record<string, unknown>>;
+}
+
+export interface SynthesisStore {
+  /** Creates the dataset row, or leaves an existing one as it is (a retry, a resumed run). */
+  beginDataset(row: Pick<SynthesisDatasetRow, 'datasetId' | 'synthesizer' | 'seed' | 'settings'>): Promise<void>;
+  dataset(datasetId: string): Promise<SynthesisDatasetRow | null>;
+  /** Writes a verdict; a retry overwrites it with the same verdict. */
+  recordVerdict(row: SynthesisVerdictRow): Promise<void>;
+  verdicts(workflowIds: readonly string[]): Promise<SynthesisVerdictRow[]>;
+  /** Writes a candidate once per (dataset, task); a retry keeps the first. */
+  recordCandidate(row: SynthesisCandidateRow): Promise<void>;
+  candidates(datasetId: string): Promise<SynthesisCandidateRow[]>;
+  /** Marks a dataset published; refuses (throws) when it was published with different content. */
+  publish(
+    datasetId: string,
+    fields: { blobKey: string; contentHash: string; items: number; statistics: Record<string, unknown> },
+  ): Promise<void>;
+  /** Every dataset, newest first. */
+  list(): Promise<SynthesisDatasetRow[]>;
+}

@@ -1,0 +1,335 @@
+/**
+ * The synthesis activities (agent queue): the synthesizer's actions, the validation checks (each
+ * stores its verdict and reason before it returns), the candidate record and the dataset's
+ * publication. Idempotent: a retried action computes the same result (the synthesizer is
+ * deterministic), a retried verdict overwrites itself, a candidate is written once, and a
+ * published dataset is never changed.
+ */
+import { createHash } from 'node:crypto';
+import { z } from 'zod';
+import type { BlobStore } from '../ports/blob-store.port.js';
+import type { ContaminationCheck } from '../ports/contamination.port.js';
+import type { KnowledgeBaseReader, StoredDocument } from '../ports/knowledge-base.port.js';
+import type { SynthesisStore } from '../ports/synthesis-store.port.js';
+import { toApplicationFailure } from '../../workflows/contracts/application-failure.js';
+import { errorTypes, LonghaulError } from '../../workflows/contracts/errors.js';
+import type {
+  CheckInput,
+  CheckVerdict,
+  SynthesisActivities,
+  SynthesisCheck,
+  SynthesisRunResult,
+  SynthesisState,
+} from '../../workflows/contracts/synthesis.contract.js';
+import { closedBookCorrect, qualityProblem, wilsonLowerBound } from './checks.js';
+import { verifyEvidence } from './evidence.js';
+import { createGroundedSynthesizer } from './grounded.synthesizer.js';
+import { KnowledgeGraph } from './knowledge-graph.js';
+import { datasetStatistics } from './statistics.js';
+import type { Synthesizer } from './synthesizer.js';
+
+/** What the contamination check needs of an index of evaluation sets (activities/question-sets' ContaminationIndex). */
+export type ContaminationLookup = ContaminationCheck & { describe?(): { questions: number; sets: Record<string, number> } };
+
+export interface SynthesisDependencies {
+  readonly knowledgeBase: KnowledgeBaseReader;
+  readonly store: SynthesisStore;
+  readonly blobs: BlobStore;
+  /** Opens the index of evaluation sets a question must not overlap (once, on first use); without one the contamination check fails every candidate, naming the fix. */
+  readonly contamination?: (() => Promise<ContaminationLookup>) | undefined;
+  /** How long an indexed knowledge base is trusted before its version is checked again. @default 30 s */
+  readonly graphTtlMs?: number;
+}
+
+const KINDS = ['country', 'city'] as const;
+
+/** The blob key of a published dataset. */
+export const datasetBlobKey = (datasetId: string) => `synthesis/${datasetId}/dataset.jsonl`;
+
+const recordSchema = z.object({
+  turnRecords: z.array(
+    z.object({ tools: z.array(z.object({ tool: z.string(), ok: z.boolean(), documentIds: z.array(z.string()) })).default([]) }),
+  ),
+});
+
+export function createSynthesisActivities(deps: SynthesisDependencies): SynthesisActivities {
+  let cached: { graph: Promise<KnowledgeGraph>; checkedAt: number; version: string | null } | undefined;
+  const ttl = deps.graphTtlMs ?? 30_000;
+  async function graph(): Promise<KnowledgeGraph> {
+    if (cached && Date.now() - cached.checkedAt < ttl) return cached.graph;
+    if (cached) {
+      const version = await deps.knowledgeBase.version(KINDS);
+      const current = await cached.graph.catch(() => null);
+      cached.checkedAt = Date.now();
+      if (current && current.snapshot.version === version) return cached.graph;
+    }
+    const loading = deps.knowledgeBase.snapshot(KINDS).then((snapshot) => new KnowledgeGraph(snapshot));
+    cached = { graph: loading, checkedAt: Date.now(), version: null };
+    loading.catch(() => {
+      cached = undefined;
+    });
+    return loading;
+  }
+  const documentCache = new Map<string, StoredDocument>();
+  async function documents(ids: readonly string[]): Promise<Map<string, StoredDocument>> {
+    const missing = ids.filter((id) => !documentCache.has(id));
+    if (missing.length) for (const [id, document] of await deps.knowledgeBase.documents(missing)) documentCache.set(id, document);
+    if (documentCache.size > 50_000) documentCache.clear();
+    return new Map(ids.filter((id) => documentCache.has(id)).map((id) => [id, documentCache.get(id)!]));
+  }
+  let contaminationIndex: Promise<ContaminationLookup> | undefined;
+  const synthesizers: Record<string, Synthesizer> = { grounded: createGroundedSynthesizer({ graph, documents }) };
+  const synthesizerOf = (state: SynthesisState | { synthesizer: string }) => {
+    const synthesizer = synthesizers[state.synthesizer];
+    if (!synthesizer)
+      throw toApplicationFailure(
+        new LonghaulError(errorTypes.invalidInput, `unknown synthesizer "${state.synthesizer}"`, { field: 'synthesizer' }),
+      );
+    return synthesizer;
+  };
+
+  async function verdict(input: CheckInput, check: SynthesisCheck, passed: boolean, reason: string, details: Record<string, unknown> = {}) {
+    await deps.store.recordVerdict({ workflowId: input.workflowId, check, passed, reason, details });
+    return { check, passed, reason, details } satisfies CheckVerdict;
+  }
+
+  return {
+    async synthesisBegin({ datasetId, synthesizer, seed, settings }) {
+      await deps.store.beginDataset({ datasetId, synthesizer, seed, settings: { ...settings } });
+    },
+    synthesisSeed: ({ synthesizer, seed, taskIndex }) => synthesizerOf({ synthesizer }).seed({ seed, taskIndex }),
+    synthesisInject: ({ state, seed, round, final }) => synthesizerOf(state).inject(state, { seed, round, final }),
+    synthesisFuzz: ({ state, seed, round }) => synthesizerOf(state).fuzz(state, { seed, round }),
+    synthesisVerify: ({ state }) => synthesizerOf(state).verify(state),
+    synthesisExit: ({ state }) => synthesizerOf(state).exit(state),
+
+    async checkQuality(input) {
+      const problem = qualityProblem(input.candidate.question, input.candidate.answer);
+      return verdict(input, 'quality', problem === null, problem ?? 'well formed, one question, answer not in it');
+    },
+
+    async checkGrounding(input) {
+      const { facts } = input.candidate;
+      const stored = await deps.knowledgeBase.documents([...new Set(facts.map((fact) => fact.evidence.documentId))]);
+      const kb = await graph();
+      const problems: string[] = [];
+      for (const fact of facts) {
+        const problem = verifyEvidence(fact.evidence, fact, stored.get(fact.evidence.documentId));
+        if (problem) problems.push(`${fact.subjectId} ${fact.predicate}: ${problem}`);
+        else if (!kb.relations(fact.subjectId, fact.predicate).some((relation) => relation.objectText === fact.objectText))
+          problems.push(`${fact.subjectId} ${fact.predicate} ${fact.objectText}: no longer in the knowledge base`);
+      }
+      return verdict(
+        input,
+        'grounding',
+        problems.length === 0 && facts.length > 0,
+        problems.length ? problems[0]! : facts.length ? `${facts.length} spans re-verified (content hash + span sha256)` : 'no facts',
+        { facts: facts.length, problems },
+      );
+    },
+
+    async checkUniqueness(input) {
+      const { state } = input.candidate;
+      if (state.synthesizer !== 'grounded')
+        return verdict(input, 'uniqueness', false, `no uniqueness proof for synthesizer ${state.synthesizer}`);
+      const kb = await graph();
+      const { answers, sizes } = kb.answers(state.nodes, state.seedFact.predicate);
+      const passed = answers.size === 1 && answers.has(input.candidate.answer);
+      return verdict(
+        input,
+        'uniqueness',
+        passed,
+        passed
+          ? `exactly one answer over the whole knowledge base (entities per node ${sizes.join('/')})`
+          : `${answers.size} answers satisfy every constraint: ${[...answers].slice(0, 5).join(', ')}`,
+        { answers: [...answers].slice(0, 20), entitiesPerNode: sizes, knowledgeBaseVersion: kb.snapshot.version },
+      );
+    },
+
+    async checkContamination(input) {
+      if (!deps.contamination)
+        return verdict(input, 'contamination', false, 'no evaluation sets indexed (the contamination index is not configured)');
+      contaminationIndex ??= deps.contamination();
+      let index: ContaminationLookup;
+      try {
+        index = await contaminationIndex;
+      } catch (error) {
+        contaminationIndex = undefined;
+        // Unchecked is not clean: the candidate is rejected, with the reason (e.g. LONGHAUL_DATA_ROOT missing).
+        return verdict(input, 'contamination', false, `evaluation sets could not be loaded: ${(error as Error).message.slice(0, 300)}`);
+      }
+      const result = index.check(input.candidate.question);
+      const indexed = index.describe?.();
+      const details = {
+        set: result.set ?? null,
+        itemId: result.itemId ?? null,
+        evaluationQuestion: result.question ?? null,
+        overlap: result.overlap ?? null,
+        indexedQuestions: indexed?.questions ?? null,
+        indexedSets: indexed ? Object.keys(indexed.sets).length : null,
+      };
+      return verdict(
+        input,
+        'contamination',
+        !result.contaminated,
+        result.contaminated
+          ? `overlaps ${result.set ?? 'an evaluation set'} item ${result.itemId ?? '?'} (${result.reason ?? 'match'}, overlap ${result.overlap ?? 1})`
+          : `no overlap with ${indexed ? `${indexed.questions} questions of ${Object.keys(indexed.sets).length} evaluation sets` : 'the evaluation sets'} (normalised text, word n-grams)`,
+        details,
+      );
+    },
+
+    async checkSolvability(input) {
+      const needed = [...new Set(input.candidate.facts.map((fact) => fact.evidence.documentId))];
+      const outcomes: { trajectoryId: string; passed: boolean; toolCalls: number; why: string }[] = [];
+      for (const attempt of input.attempts) {
+        const parsed = recordSchema.safeParse(JSON.parse((await deps.blobs.get(attempt.recordKey)).toString('utf8')));
+        if (!parsed.success) {
+          outcomes.push({ trajectoryId: attempt.trajectoryId, passed: false, toolCalls: 0, why: 'unreadable trajectory record' });
+          continue;
+        }
+        const tools = parsed.data.turnRecords.flatMap((turn) => turn.tools);
+        const read = new Set(tools.filter((tool) => tool.ok).flatMap((tool) => tool.documentIds));
+        const unread = needed.filter((id) => !read.has(id));
+        const passed = attempt.reward >= 1 && unread.length === 0;
+        outcomes.push({
+          trajectoryId: attempt.trajectoryId,
+          passed,
+          toolCalls: tools.length,
+          why:
+            attempt.reward < 1
+              ? `reward ${attempt.reward} (answer ${JSON.stringify(attempt.answer)})`
+              : unread.length
+                ? `never read ${unread.join(', ')}`
+                : 'solved',
+        });
+      }
+      const solved = outcomes.filter((outcome) => outcome.passed);
+      return verdict(
+        input,
+        'solvability',
+        solved.length > 0,
+        solved.length > 0
+          ? `solved by ${solved.length} of ${outcomes.length} tool-using runs through the real search and access tools`
+          : `no tool-using run solved it: ${outcomes.map((outcome) => outcome.why).join('; ')}`,
+        {
+          attempts: outcomes,
+          passAtK: solved.length > 0 ? 1 : 0,
+          passRate: outcomes.length ? solved.length / outcomes.length : 0,
+          solverToolCalls: solved[0]?.toolCalls ?? outcomes[0]?.toolCalls ?? 0,
+        },
+      );
+    },
+
+    async checkDifficulty(input) {
+      const n = input.samples.length;
+      const wrong = input.samples.filter((sample) => !closedBookCorrect(sample, input.candidate.answer)).length;
+      const bound = wilsonLowerBound(wrong, n);
+      const passed = n > 0 && bound > input.threshold;
+      return verdict(
+        input,
+        'difficulty',
+        passed,
+        `closed-book error ${wrong}/${n}, Wilson 95 % lower bound ${bound.toFixed(3)} ${passed ? '>' : '≤'} ${input.threshold}`,
+        { samples: n, wrong, errorLowerBound: Number(bound.toFixed(4)), threshold: input.threshold, solverPassRate: input.solverPassRate },
+      );
+    },
+
+    async recordCandidate(input) {
+      const { candidate, state } = input;
+      await deps.store.recordCandidate({
+        datasetId: input.datasetId,
+        taskIndex: input.taskIndex,
+        workflowId: input.workflowId,
+        accepted: input.accepted,
+        reason: input.reason,
+        question: candidate?.question ?? null,
+        answer: candidate?.answer ?? null,
+        candidate: {
+          injections: (candidate?.state ?? state)?.injections ?? 0,
+          fuzzes: (candidate?.state ?? state)?.fuzzes ?? 0,
+          hops: candidate?.hops ?? Math.max(0, (state?.nodes.length ?? 1) - 1),
+          chain: candidate?.state ?? state,
+          facts: candidate?.facts ?? [],
+          goldTurns: candidate?.goldTurns ?? [],
+        },
+        seconds: input.seconds,
+        tokens: input.tokens,
+      });
+    },
+
+    async publishDataset({ datasetId, count }): Promise<SynthesisRunResult> {
+      const dataset = await deps.store.dataset(datasetId);
+      if (!dataset)
+        throw toApplicationFailure(new LonghaulError(errorTypes.notFound, `dataset ${datasetId} was never begun`, { field: 'datasetId' }));
+      const candidates = await deps.store.candidates(datasetId);
+      const present = new Set(candidates.map((row) => row.taskIndex));
+      const missing = [...Array(count).keys()].filter((index) => !present.has(index));
+      if (missing.length)
+        throw toApplicationFailure(
+          new LonghaulError(errorTypes.corrupt, `dataset ${datasetId} lacks tasks ${missing.slice(0, 10).join(', ')} of ${count}`, {
+            field: 'count',
+          }),
+        );
+      const verdicts = await deps.store.verdicts(candidates.map((row) => row.workflowId));
+      const statistics = datasetStatistics(candidates, verdicts);
+      const verdictsOf = (workflowId: string) =>
+        verdicts
+          .filter((verdict) => verdict.workflowId === workflowId)
+          .map((verdict) => ({ check: verdict.check, passed: verdict.passed, reason: verdict.reason, details: verdict.details }));
+      const accepted = candidates.filter((row) => row.accepted).sort((a, b) => a.taskIndex - b.taskIndex);
+      const lines = accepted.map((row) =>
+        JSON.stringify({
+          id: `${datasetId}:${row.taskIndex}`,
+          question: row.question,
+          answers: [row.answer],
+          goldTurns: row.candidate.goldTurns,
+          source: `longhaul-${dataset.synthesizer}`,
+          provenance: {
+            datasetId,
+            taskIndex: row.taskIndex,
+            workflowId: row.workflowId,
+            ...row.candidate,
+            verdicts: verdictsOf(row.workflowId),
+          },
+        }),
+      );
+      // The content hash covers what the run decided, not its ids or timings: two runs with the same seed hash alike.
+      const contentHash = createHash('sha256')
+        .update(
+          JSON.stringify(
+            candidates
+              .sort((a, b) => a.taskIndex - b.taskIndex)
+              .map((row) => [
+                row.taskIndex,
+                row.accepted,
+                row.reason,
+                row.question,
+                row.answer,
+                row.candidate.facts,
+                row.candidate.goldTurns,
+              ]),
+          ),
+        )
+        .digest('hex');
+      const blobKey = datasetBlobKey(datasetId);
+      if (dataset.status === 'published') {
+        if (dataset.contentHash !== contentHash)
+          throw toApplicationFailure(
+            new LonghaulError(
+              errorTypes.corrupt,
+              `dataset ${datasetId} is published with content ${dataset.contentHash}; it cannot change`,
+              {
+                field: 'datasetId',
+              },
+            ),
+          );
+      } else {
+        await deps.blobs.put(blobKey, lines.join('\n') + (lines.length ? '\n' : ''), 'application/x-ndjson');
+        await deps.store.publish(datasetId, { blobKey, contentHash, items: accepted.length, statistics: { ...statistics } });
+      }
+      const wallSeconds = 0;
+      return { datasetId, blobKey, contentHash, wallSeconds, ...statistics };
+    },
+  };
+}

@@ -1,0 +1,245 @@
+/**
+ * The data-synthesis agent (issue 10): `synthesizeQuestion` turns one seed into one candidate
+ * through a synthesizer's actions (inject, fuzz, verify, exit) and the validation checks, every one
+ * an activity; `synthesisRun` fans tasks out with bounded concurrency and publishes a dataset.
+ * Pure types (workflows import them).
+ */
+import { defineQuery } from '@temporalio/workflow';
+
+export const synthesizeQuestionWorkflowType = 'synthesizeQuestion';
+export const synthesisRunWorkflowType = 'synthesisRun';
+
+/** Synthesizers behind the action interface. `grounded` composes knowledge-base relations (no LLM). */
+export const synthesizerNames = ['grounded'] as const;
+export type SynthesizerName = (typeof synthesizerNames)[number];
+
+/** The checks, in the order a candidate meets them (a candidate stops at its first failed check). */
+export const synthesisChecks = ['quality', 'grounding', 'uniqueness', 'contamination', 'solvability', 'difficulty'] as const;
+export type SynthesisCheck = (typeof synthesisChecks)[number];
+
+/** Where a fact is stated: the stored document's text (its pages joined by "\n"), a character span of it, and hashes. */
+export interface Evidence {
+  readonly documentId: string;
+  /** search_documents.content_hash when the span was found. */
+  readonly contentHash: string;
+  /** [start, end) in the document text. */
+  readonly start: number;
+  readonly end: number;
+  /** sha256 (hex) of the span text. */
+  readonly spanSha256: string;
+  readonly text: string;
+}
+
+/** One knowledge-base relation, with the passage that states it. */
+export interface SynthesisFact {
+  readonly subjectId: string;
+  readonly subjectName: string;
+  readonly predicate: string;
+  readonly objectId: string | null;
+  readonly objectText: string;
+  readonly documentId: string;
+  readonly evidence: Evidence;
+}
+
+/** How a literal is obscured: a number becomes a range, a year a decade, a name a description. */
+export type Fuzz =
+  | { readonly kind: 'range'; readonly low: number; readonly high: number }
+  | { readonly kind: 'decade'; readonly decade: number }
+  | { readonly kind: 'name'; readonly prefix: string; readonly length: number };
+
+/** A constraint on a chain node: a literal fact about it, exact or fuzzed. */
+export interface LiteralConstraint {
+  readonly fact: SynthesisFact;
+  readonly fuzz?: Fuzz;
+}
+
+/**
+ * A node of the chain. nodes[0] is the seed fact's subject; node i < last is described by its link to
+ * node i+1 plus literals; the last node is named in the question.
+ */
+export interface ChainNode {
+  readonly entityId: string;
+  readonly kind: string;
+  readonly name: string;
+  /** The relation between this node and the next: forward = this node is its subject. */
+  readonly link?: { readonly fact: SynthesisFact; readonly forward: boolean };
+  readonly literals: readonly LiteralConstraint[];
+}
+
+export type SynthesisActionName = 'seed' | 'inject' | 'fuzz' | 'verify' | 'exit';
+
+export interface SynthesisActionRecord {
+  readonly action: SynthesisActionName;
+  readonly ok: boolean;
+  readonly detail: string;
+}
+
+/** A candidate in the making: small and JSON (it rides in workflow history between actions). */
+export interface SynthesisState {
+  readonly synthesizer: SynthesizerName;
+  readonly seedFact: SynthesisFact;
+  readonly answer: string;
+  readonly nodes: readonly ChainNode[];
+  readonly injections: number;
+  readonly fuzzes: number;
+  readonly actions: readonly SynthesisActionRecord[];
+}
+
+/** What `exit` produces: the question, its answer, every fact with its span, and the gold solution path. */
+export interface SynthesisCandidate {
+  readonly question: string;
+  readonly answer: string;
+  readonly state: SynthesisState;
+  readonly facts: readonly SynthesisFact[];
+  readonly hops: number;
+  /** The search/access/answer turns that solve it (the warm start's `goldTurns`). */
+  readonly goldTurns: readonly string[];
+  readonly goldToolCalls: number;
+}
+
+export interface SynthesisSettings {
+  /** Chain length (links) to aim for. @default 3 */
+  readonly targetHops: number;
+  /** Fuzzes to aim for. @default 2 */
+  readonly targetFuzzes: number;
+  /** Actions per candidate at most (inject, fuzz, verify). @default 16 */
+  readonly maxRounds: number;
+  /** Closed-book samples of the configured policy (difficulty). @default 16 */
+  readonly difficultySamples: number;
+  /** Keep when the Wilson 95 % lower bound of the closed-book error rate is above this. @default 0.7 */
+  readonly difficultyThreshold: number;
+  /** Tool-using solver runs per candidate (pass@k). @default 1 */
+  readonly solverAttempts: number;
+  /** Tokens per closed-book sample. @default 64 */
+  readonly closedBookMaxTokens: number;
+}
+
+export interface SynthesizeQuestionInput {
+  readonly datasetId: string;
+  readonly taskIndex: number;
+  /** The run's random seed; the task's own randomness is derived from (seed, taskIndex). */
+  readonly seed: number;
+  readonly synthesizer?: SynthesizerName;
+  readonly settings?: Partial<SynthesisSettings>;
+}
+
+export interface SynthesizeQuestionResult {
+  readonly datasetId: string;
+  readonly taskIndex: number;
+  readonly workflowId: string;
+  readonly accepted: boolean;
+  /** "accepted", or "<check>: <reason>" / "synthesis: <reason>". */
+  readonly reason: string;
+  readonly question: string | null;
+  readonly answer: string | null;
+}
+
+export interface SynthesisRunInput {
+  readonly datasetId: string;
+  /** Candidates (tasks) to run. */
+  readonly count: number;
+  readonly seed?: number;
+  readonly synthesizer?: SynthesizerName;
+  /** Tasks in flight at once. @default 4 */
+  readonly concurrency?: number;
+  /** Tasks started per execution before continuing as new. @default 200 */
+  readonly tasksPerExecution?: number;
+  readonly settings?: Partial<SynthesisSettings>;
+  /** Internal: carried across continue-as-new. */
+  readonly carried?: { readonly nextIndex: number; readonly accepted: number; readonly finished: number; readonly startedAtMs: number };
+}
+
+export interface SynthesisRunState {
+  readonly datasetId: string;
+  readonly phase: 'synthesizing' | 'publishing' | 'done';
+  readonly count: number;
+  readonly started: number;
+  readonly finished: number;
+  readonly accepted: number;
+}
+
+export interface SynthesisStatistics {
+  readonly candidates: number;
+  readonly accepted: number;
+  /** Candidates still standing after each stage (synthesis, then each check in order). */
+  readonly yieldPerStage: Readonly<Record<string, number>>;
+  readonly rejectionsByReason: Readonly<Record<string, number>>;
+  readonly injectionsPerQuestion: number;
+  readonly fuzzesPerQuestion: number;
+  readonly hopsPerQuestion: number;
+  readonly hopsDistribution: Readonly<Record<string, number>>;
+  readonly medianSolverToolCalls: number;
+  readonly shareSolverToolCallsAtLeast20: number;
+  readonly solverPassRate: number;
+  /** Closed-book error-rate lower bounds of accepted items, in buckets of 0.1. */
+  readonly difficultyDistribution: Readonly<Record<string, number>>;
+  readonly secondsPerAccepted: number;
+  readonly tokensPerAccepted: number;
+}
+
+export interface SynthesisRunResult extends SynthesisStatistics {
+  readonly datasetId: string;
+  readonly blobKey: string;
+  readonly contentHash: string;
+  readonly wallSeconds: number;
+}
+
+/** Activities of the agent queue that the synthesis workflows call. */
+export interface SynthesisActivities {
+  synthesisBegin(input: { datasetId: string; synthesizer: SynthesizerName; seed: number; settings: SynthesisSettings }): Promise<void>;
+  synthesisSeed(input: {
+    synthesizer: SynthesizerName;
+    seed: number;
+    taskIndex: number;
+  }): Promise<{ state: SynthesisState | null; reason: string }>;
+  synthesisInject(input: {
+    state: SynthesisState;
+    seed: number;
+    round: number;
+    final: boolean;
+  }): Promise<{ state: SynthesisState | null; reason: string }>;
+  synthesisFuzz(input: { state: SynthesisState; seed: number; round: number }): Promise<{ state: SynthesisState | null; reason: string }>;
+  synthesisVerify(input: { state: SynthesisState }): Promise<{ ok: boolean; reason: string }>;
+  synthesisExit(input: { state: SynthesisState }): Promise<{ candidate: SynthesisCandidate | null; reason: string }>;
+  checkQuality(input: CheckInput): Promise<CheckVerdict>;
+  checkGrounding(input: CheckInput): Promise<CheckVerdict>;
+  checkUniqueness(input: CheckInput): Promise<CheckVerdict>;
+  checkContamination(input: CheckInput): Promise<CheckVerdict>;
+  checkSolvability(input: CheckInput & { attempts: readonly SolverAttempt[] }): Promise<CheckVerdict>;
+  checkDifficulty(input: CheckInput & { samples: readonly string[]; threshold: number; solverPassRate: number }): Promise<CheckVerdict>;
+  recordCandidate(input: {
+    datasetId: string;
+    taskIndex: number;
+    workflowId: string;
+    accepted: boolean;
+    reason: string;
+    candidate: SynthesisCandidate | null;
+    state: SynthesisState | null;
+    seconds: number;
+    tokens: number;
+  }): Promise<void>;
+  publishDataset(input: { datasetId: string; count: number }): Promise<SynthesisRunResult>;
+}
+
+export interface CheckInput {
+  readonly workflowId: string;
+  readonly candidate: SynthesisCandidate;
+}
+
+export interface CheckVerdict {
+  readonly check: SynthesisCheck;
+  readonly passed: boolean;
+  readonly reason: string;
+  readonly details: Readonly<Record<string, unknown>>;
+}
+
+/** One tool-using solver run (a trajectory child), as the solvability check reads it. */
+export interface SolverAttempt {
+  readonly trajectoryId: string;
+  readonly reward: number;
+  readonly answer: string | null;
+  readonly turns: number;
+  readonly recordKey: string;
+}
+
+export const synthesisRunStateQuery = defineQuery<SynthesisRunState>('state');
