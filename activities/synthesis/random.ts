@@ -1,6 +1,8 @@
+import { seededRandom } from '../evaluation/statistics.js';
+
 /** A small deterministic generator (mulberry32), seeded by the run's seed and a task's coordinates, so a run is reproducible. */
 export class Random {
-  private state: number;
+  private readonly generator: () => number;
 
   constructor(seed: number, index: number, label: string) {
     let hash = 2166136261 ^ seed;
@@ -11,15 +13,11 @@ export class Random {
     hash ^= hash >>> 13;
     hash = Math.imul(hash, 0xc2b2ae35);
     hash ^= hash >>> 16;
-    this.state = hash >>> 0;
+    this.generator = seededRandom(hash >>> 0);
   }
 
   next(): number {
-    this.state = (this.state + 0x6d2b79f5) >>> 0;
-    let t = this.state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    return this.generator();
   }
 
   below(count: number): number {

@@ -12,6 +12,7 @@
  * the synthesis and evaluation workflows can be added as further workloads running side by side,
  * each bringing its own start, finish and invariant checks.
  */
+import { seededRandom } from '../../activities/evaluation/statistics.js';
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -98,18 +99,6 @@ export interface ChaosWorkload {
   check(
     context: ChaosContext,
   ): Promise<{ violations: string[]; trajectories: number; completed: number; resumable: number; steps: number }>;
-}
-
-/** mulberry32: a small seeded generator, so a failing run replays with the same fault sequence. */
-export function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const everyKind: readonly FaultKind[] = [
