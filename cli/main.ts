@@ -24,6 +24,7 @@ import { datasetsCommand } from './commands/datasets.command.js';
 import { codecServerCommand } from './commands/codec-server.command.js';
 import { reportCommand } from './commands/report.command.js';
 import { showCommand } from './commands/show.command.js';
+import { forkCommand } from './commands/fork.command.js';
 import { errorTypes, LonghaulError } from '../workflows/contracts/errors.js';
 
 const commands: readonly Command[] = [
@@ -49,6 +50,7 @@ const commands: readonly Command[] = [
   codecServerCommand,
   reportCommand,
   showCommand,
+  forkCommand,
 ];
 
 function help(): string {
