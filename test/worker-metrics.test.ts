@@ -7,7 +7,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { Runtime } from '@temporalio/worker';
 import { trajectoryWorkflowType, type TrajectoryResult } from '../workflows/contracts/trajectory.contract.js';
 import { installWorkerRuntime } from '../infra/temporal/runtime.js';
-import { workerMetricsInterceptor } from '../composition/worker-metrics.js';
+import { workerMetricBuckets, workerMetricsInterceptor } from '../composition/worker-metrics.js';
 import { reportStaleness } from '../gpu/train/train-step.activities.js';
 import { openContext, spawnWorker, uniquePrefix, waitUntil } from './helpers/stack.js';
 
@@ -92,8 +92,8 @@ test(
 
       const tools = await scrape(ports.tools);
       assert.equal(total(tools, 'longhaul_tool_calls', 'tool="search"'), 3, 'three searches before the answer');
-      assert.equal(total(tools, 'longhaul_tool_latency_count', 'tool="search"'), 3);
-      assert.ok(total(tools, 'longhaul_tool_latency_sum', 'tool="search"') >= 0);
+      assert.equal(total(tools, 'longhaul_tool_latency_seconds_count', 'tool="search"'), 3);
+      assert.ok(total(tools, 'longhaul_tool_latency_seconds_sum', 'tool="search"') >= 0);
 
       await waitUntil(
         async () => total(await scrape(ports.agent), 'longhaul_trajectories_finished', 'stop_reason="answered"') === 1,
@@ -104,6 +104,9 @@ test(
       assert.ok(total(agent, 'longhaul_rollouts_per_hour') > 0);
       assert.equal(total(agent, 'longhaul_trajectory_reward_count'), 1);
       assert.equal(total(agent, 'longhaul_trajectory_reward_sum'), result.reward);
+      // Our bucket bounds (workerMetricBuckets) replace the exporter's defaults.
+      assert.equal(total(agent, 'longhaul_trajectory_reward_bucket', 'le="0.9"'), result.reward === 1 ? 0 : 1);
+      assert.ok([...tools.keys()].some((key) => key.startsWith('longhaul_tool_latency_seconds_bucket') && key.includes('le="0.001"')));
 
       // The SDK's own runtime metrics, on every endpoint.
       for (const [role, samples] of [
@@ -130,7 +133,7 @@ test(
 test('the trainer reports busy time and the batch staleness on its endpoint', { timeout: 60_000 }, async () => {
   const base = await freeBase();
   // This test process is the gpu-train worker here: its runtime serves the endpoint, the activities run in the SDK's mock environment.
-  installWorkerRuntime('warn', `127.0.0.1:${base + 3}`);
+  installWorkerRuntime('warn', `127.0.0.1:${base + 3}`, workerMetricBuckets);
   const environment = new MockActivityEnvironment(
     { activityType: 'trainStep', taskQueue: 'metrics-gpu-train' },
     { interceptors: [workerMetricsInterceptor()], metricMeter: Runtime.instance().metricMeter },

@@ -5,7 +5,7 @@ import { config, metricsAddress } from '../infra/config.js';
 import { createS3BlobStore } from '../infra/blob/blob-store.s3.js';
 import { connectWorker, dataConverter } from '../infra/temporal/connection.js';
 import { installWorkerRuntime } from '../infra/temporal/runtime.js';
-import { workerMetricsInterceptor } from '../composition/worker-metrics.js';
+import { workerMetricBuckets, workerMetricsInterceptor } from '../composition/worker-metrics.js';
 import { workflowBundlePath } from '../infra/paths.js';
 import { taskQueueName, type QueueRole } from '../workflows/contracts/queues.js';
 import type { BlobStore } from '../activities/ports/blob-store.port.js';
@@ -32,7 +32,7 @@ export async function runWorker(plan: WorkerPlan): Promise<void> {
   }
   // Before anything else touches the SDK: the runtime (and its Prometheus endpoint) is installed once per process.
   const metrics = metricsAddress(settings, plan.role);
-  installWorkerRuntime(settings.logLevel, metrics);
+  installWorkerRuntime(settings.logLevel, metrics, workerMetricBuckets);
   const blobs = createS3BlobStore(settings);
   const { activities, close } = await plan.activities(blobs);
   const connection = await connectWorker(settings);

@@ -21,7 +21,11 @@ const coreLevels = { debug: 'DEBUG', info: 'WARN', warn: 'WARN', error: 'ERROR' 
  * the SDK allows one runtime per process, so later calls (another in-process worker) keep it, and a
  * runtime the SDK already created with its defaults is left as it is.
  */
-export function installWorkerRuntime(logLevel: Config['logLevel'], metricsBindAddress: string | null = null): void {
+export function installWorkerRuntime(
+  logLevel: Config['logLevel'],
+  metricsBindAddress: string | null = null,
+  histogramBuckets: Record<string, number[]> = {},
+): void {
   if (Runtime._instance !== undefined) return;
   const core = coreLevels[logLevel];
   try {
@@ -32,7 +36,13 @@ export function installWorkerRuntime(logLevel: Config['logLevel'], metricsBindAd
         logging: { filter: { core, other: core === 'DEBUG' ? 'WARN' : core }, console: {} },
         // The SDK's Prometheus exporter serves its own metrics and those made with Runtime.instance().metricMeter
         // (or an activity's Context.metricMeter) on one /metrics route. Seconds, as Prometheus conventions want.
-        ...(metricsBindAddress ? { metrics: { prometheus: { bindAddress: metricsBindAddress, useSecondsForDurations: true } } } : {}),
+        ...(metricsBindAddress
+          ? {
+              metrics: {
+                prometheus: { bindAddress: metricsBindAddress, useSecondsForDurations: true, histogramBucketOverrides: histogramBuckets },
+              },
+            }
+          : {}),
       },
     });
   } catch (error) {
