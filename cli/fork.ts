@@ -92,7 +92,16 @@ async function originalInput(client: Client, trajectoryId: string): Promise<Reco
     const started = history.events?.[0]?.workflowExecutionStartedEventAttributes;
     const [input] = await decodeArrayFromPayloads(client.options.loadedDataConverter, started?.input?.payloads);
     if (input === null || typeof input !== 'object') return undefined;
-    const { carried: _carried, forcedTurns: _forced, forkOf: _forkOf, reportTo: _reportTo, ...rest } = input as Record<string, unknown>;
+    // Not inherited: the parent's own forced turns and lineage, its learner, and an evaluation's frozen observations
+    // (a fork must not add observations to a stored evaluation's scope).
+    const {
+      carried: _carried,
+      forcedTurns: _forced,
+      forkOf: _forkOf,
+      reportTo: _reportTo,
+      frozenObservations: _frozen,
+      ...rest
+    } = input as Record<string, unknown>;
     return rest;
   } catch {
     return undefined;
