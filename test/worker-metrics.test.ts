@@ -11,10 +11,11 @@ import { workerMetricBuckets, workerMetricsInterceptor } from '../composition/wo
 import { reportStaleness } from '../gpu/train/train-step.activities.js';
 import { openContext, spawnWorker, uniquePrefix, waitUntil } from './helpers/stack.js';
 
-/** A port nobody listens on now (the kernel's pick), and the three after it, for one base of LONGHAUL_METRICS_PORT. */
+/** A port nobody listens on now, and the four after it, for one base of LONGHAUL_METRICS_PORT. */
 async function freeBase(): Promise<number> {
   for (let attempt = 0; attempt < 50; attempt += 1) {
-    const base = 20_000 + Math.floor(Math.random() * 40_000);
+    // Below Linux's ephemeral range (32768 and up), so no outgoing connection takes one of them in the meantime.
+    const base = 20_000 + Math.floor(Math.random() * 12_000);
     const free = await Promise.all(
       [0, 1, 2, 3, 4].map(
         (offset) =>
