@@ -26,6 +26,7 @@ import { reportCommand } from './commands/report.command.js';
 import { showCommand } from './commands/show.command.js';
 import { chaosCommand } from './commands/chaos.command.js';
 import { synthCommand } from './commands/synth.command.js';
+import { forkCommand } from './commands/fork.command.js';
 import { errorTypes, LonghaulError } from '../workflows/contracts/errors.js';
 
 const commands: readonly Command[] = [
@@ -53,6 +54,7 @@ const commands: readonly Command[] = [
   showCommand,
   chaosCommand,
   synthCommand,
+  forkCommand,
 ];
 
 function help(): string {

@@ -11,6 +11,7 @@ import { repoRoot } from './paths.js';
 import { weightSyncKinds, type WeightSyncKind } from '../activities/ports/weight-sync.port.js';
 import { policyBackendNames, type PolicyBackendName } from '../activities/ports/policy.port.js';
 import { errorTypes, LonghaulError } from '../workflows/contracts/errors.js';
+import { queueRoles, type QueueRole } from '../workflows/contracts/queues.js';
 
 const HOST_PORT = /^[^\s:]+:\d+$/;
 
@@ -207,6 +208,20 @@ export const environmentSchema = z.object({
     .describe(
       'Log level of the Temporal SDK in worker processes, its native core included (`debug` shows its debug logs, `warn` silences its info lines), and of the CLI (`debug` prints error stacks).',
     ),
+  LONGHAUL_METRICS_PORT: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(65532)
+    .default(9464)
+    .describe(
+      "First port of the workers' Prometheus endpoints (`/metrics`: the Temporal SDK's runtime metrics and Longhaul's): agent on it, tools +1, gpu-infer +2, gpu-train +3. 0 turns them off.",
+    ),
+  LONGHAUL_METRICS_HOST: z
+    .string()
+    .regex(/^[^\s:/]+$/, 'expected a host name or IPv4 address')
+    .default('127.0.0.1')
+    .describe("Address the workers' Prometheus endpoints listen on (`0.0.0.0` to let another machine scrape them)."),
   LONGHAUL_TOOL_CACHE_TTL_SECONDS: z.coerce
     .number()
     .int()
@@ -410,6 +425,8 @@ export interface Config {
   /** Folder of public QA evaluation sets (LONGHAUL_DATA_ROOT). */
   readonly dataRoot: string;
   readonly logLevel: Environment['LONGHAUL_LOG_LEVEL'];
+  /** The workers' Prometheus endpoints: host and first port (null: off); see metricsAddress. */
+  readonly metrics: { readonly host: string; readonly basePort: number | null };
   readonly temporal: {
     readonly address: string;
     readonly namespace: string;
@@ -505,6 +522,7 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
     toolsDir: path.resolve(env.LONGHAUL_TOOLS_DIR ?? path.join(repoRoot, '.longhaul', 'tools')),
     dataRoot: path.resolve(env.LONGHAUL_DATA_ROOT ?? path.join(repoRoot, '..', 'shared', 'data')),
     logLevel: env.LONGHAUL_LOG_LEVEL,
+    metrics: { host: env.LONGHAUL_METRICS_HOST, basePort: env.LONGHAUL_METRICS_PORT === 0 ? null : env.LONGHAUL_METRICS_PORT },
     temporal: {
       address: temporalProfile.address ?? `127.0.0.1:${env.LONGHAUL_TEMPORAL_PORT}`,
       namespace: temporalProfile.namespace ?? 'default',
@@ -670,4 +688,10 @@ function deepFreeze<T extends object>(value: T): T {
     if (child !== null && typeof child === 'object' && !ArrayBuffer.isView(child)) deepFreeze(child as object);
   }
   return Object.freeze(value);
+}
+
+/** The `host:port` of a worker's Prometheus endpoint (LONGHAUL_METRICS_PORT + the role's place in queueRoles), or null when they are off. */
+export function metricsAddress(settings: Pick<Config, 'metrics'>, role: QueueRole): string | null {
+  if (settings.metrics.basePort === null) return null;
+  return `${settings.metrics.host}:${settings.metrics.basePort + queueRoles.indexOf(role)}`;
 }

@@ -16,6 +16,8 @@ export LONGHAUL_HOME="${LONGHAUL_TEST_HOME:-$root/.longhaul-test}"
 export LONGHAUL_TEMPORAL_PORT="${LONGHAUL_TEST_TEMPORAL_PORT:-17233}" LONGHAUL_TEMPORAL_UI_PORT="${LONGHAUL_TEST_TEMPORAL_UI_PORT:-18233}"
 export LONGHAUL_PG_PORT="${LONGHAUL_TEST_PG_PORT:-55433}" LONGHAUL_S3_PORT="${LONGHAUL_TEST_S3_PORT:-16333}"
 export LONGHAUL_TOOLS_DIR="${LONGHAUL_TOOLS_DIR:-$root/.longhaul/tools}"
+# Worker metrics endpoints off: tests spawn many workers side by side (test/worker-metrics.test.ts picks its own ports).
+export LONGHAUL_METRICS_PORT="${LONGHAUL_TEST_METRICS_PORT:-0}"
 unset DATABASE_URL S3_ENDPOINT
 # Every TEMPORAL_* (address, config file, profile, API key, TLS) would point the tests at another server.
 for variable in $(compgen -e | grep '^TEMPORAL_'); do unset "$variable"; done

@@ -1,9 +1,11 @@
 /** Shared wiring for worker processes: config, connection, payload codec, graceful shutdown. */
 import fs from 'node:fs';
 import { Worker, type WorkerOptions } from '@temporalio/worker';
-import { config } from '../infra/config.js';
+import { config, metricsAddress } from '../infra/config.js';
 import { createS3BlobStore } from '../infra/blob/blob-store.s3.js';
 import { connectWorker, dataConverter } from '../infra/temporal/connection.js';
+import { installWorkerRuntime } from '../infra/temporal/runtime.js';
+import { workerMetricBuckets, workerMetricsInterceptor } from '../composition/worker-metrics.js';
 import { workflowBundlePath } from '../infra/paths.js';
 import { taskQueueName, type QueueRole } from '../workflows/contracts/queues.js';
 import type { BlobStore } from '../activities/ports/blob-store.port.js';
@@ -28,6 +30,9 @@ export async function runWorker(plan: WorkerPlan): Promise<void> {
     }
     throw error;
   }
+  // Before anything else touches the SDK: the runtime (and its Prometheus endpoint) is installed once per process.
+  const metrics = metricsAddress(settings, plan.role);
+  installWorkerRuntime(settings.logLevel, metrics, workerMetricBuckets);
   const blobs = createS3BlobStore(settings);
   const { activities, close } = await plan.activities(blobs);
   const connection = await connectWorker(settings);
@@ -45,8 +50,15 @@ export async function runWorker(plan: WorkerPlan): Promise<void> {
     dataConverter: dataConverter(settings, blobs),
     ...(plan.workflows ? { workflowBundle: { codePath: workflowBundlePath } } : {}),
     ...plan.options,
+    interceptors: {
+      ...plan.options?.interceptors,
+      activity: [...(plan.options?.interceptors?.activity ?? []), workerMetricsInterceptor()],
+    },
   });
-  console.log(`[${plan.role}] worker ${process.pid} polling task queue "${taskQueue}" at ${settings.temporal.address}`);
+  console.log(
+    `[${plan.role}] worker ${process.pid} polling task queue "${taskQueue}" at ${settings.temporal.address}` +
+      (metrics ? ` · metrics http://${metrics}/metrics` : ''),
+  );
   try {
     await worker.run();
   } finally {

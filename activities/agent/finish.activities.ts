@@ -107,6 +107,7 @@ export function createFinishActivities({ blobs, trajectories, judge }: FinishDep
         ...(judgement ? { judge: { ...judgement, messages: judgement.messages && [...judgement.messages] } } : {}),
         // False when some turn's server returned no token ids or logprobs (see GenerateResult.untrainable).
         trainable: turns.every(({ generation }) => generation.untrainable === undefined),
+        ...(input.forkOf ? { forkOf: { trajectoryId: input.forkOf.trajectoryId, turn: input.forkOf.turn } } : {}),
         turnRecords: turns.map(({ generation, tools }) => ({
           turn: generation.turn,
           policyVersion: generation.policyVersion,

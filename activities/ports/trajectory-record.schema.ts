@@ -98,6 +98,8 @@ export const trajectoryRecordSchema = z.object({
   judge: judgementSchema.optional(),
   /** False when some turn's server returned no token ids or logprobs: the trainer cannot use this trajectory. */
   trainable: z.boolean(),
+  /** A fork (`longhaul fork`): the parent trajectory and the turn it branched at; turns before it replay the parent's text. */
+  forkOf: z.object({ trajectoryId: z.string().min(1), turn: z.number().int().min(0) }).optional(),
   turnRecords: z.array(turnRecordSchema),
 });
 

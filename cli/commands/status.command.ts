@@ -20,7 +20,7 @@ export function printStatus(statuses: ServiceStatus[], json: boolean, settings: 
     const mark = status.running ? '●' : '○';
     const origin = status.embedded ? '' : ' (external)';
     console.log(
-      `${mark} ${status.name.padEnd(17)} ${status.running ? 'running' : 'stopped'}${origin}  ${status.address}${status.pid ? `  pid ${status.pid}` : ''}${status.detail ? `  ${status.detail}` : ''}`,
+      `${mark} ${status.name.padEnd(17)} ${status.running ? 'running' : 'stopped'}${origin}  ${status.address}${status.pid ? `  pid ${status.pid}` : ''}${status.detail ? `  ${status.detail}` : ''}${status.metrics ? `  metrics ${status.metrics}` : ''}`,
     );
   }
 }
@@ -30,7 +30,8 @@ export const statusCommand: Command = {
   summary: 'show each service and worker: running or not, address, pid',
   usage: `longhaul status [--json]
 
-  --json   one JSON object: {"home","webUi","services":[{"name","embedded","running","address","pid"?,"detail"?}]}
+  --json   one JSON object: {"home","webUi","services":[{"name","embedded","running","address","pid"?,"detail"?,"metrics"?}]}
+Each worker's line ends with its Prometheus endpoint (LONGHAUL_METRICS_PORT; docs/CONFIG.md).
 Exit code 0 when every service and worker runs, 1 otherwise.`,
   async run(args) {
     const { values } = parseFlags(args, { json: { type: 'boolean' } });

@@ -107,6 +107,21 @@ export async function checkHyperparameters(raw: unknown): Promise<void> {
   }
 }
 
+/** The batch's staleness (base version − its oldest token's version) as a gauge on the worker's metrics endpoint (composition/worker-metrics.ts). */
+export function reportStaleness(
+  baseVersion: number,
+  records: readonly { turnRecords: readonly { tokenVersions: readonly number[] }[] }[],
+): void {
+  let oldest = Infinity;
+  for (const record of records)
+    for (const turn of record.turnRecords) for (const version of turn.tokenVersions) if (version < oldest) oldest = version;
+  if (!Number.isFinite(oldest)) return;
+  const context = Context.current();
+  context.metricMeter
+    .createGauge('longhaul_batch_staleness', 'int', 'versions', 'Base version minus the oldest token version of the last train batch')
+    .set(Math.max(0, baseVersion - oldest), { task_queue: context.info.taskQueue });
+}
+
 export function createTrainActivities(deps: TrainActivityDependencies) {
   const cacheRoot = path.join(deps.home, 'models', 'train');
 
@@ -194,6 +209,7 @@ export function createTrainActivities(deps: TrainActivityDependencies) {
         const ppo = input.hyperparameters.ppo;
         const baseRow = await registeredBase(input.baseVersion);
         const records = await readBatch(deps, input.runId, input.trajectoryIds);
+        reportStaleness(input.baseVersion, records);
         const samples = batchRlSamples(records, { baseVersion: input.baseVersion, eta: ppo.maxStaleness }, ppo.groupNormalise);
         return stepPlan(input, baseRow, { kind: 'rl', hyperparameters: input.hyperparameters, samples });
       });

@@ -7,6 +7,8 @@ export interface ServiceStatus {
   readonly address: string;
   readonly pid?: number;
   readonly detail?: string;
+  /** A worker's Prometheus endpoint (LONGHAUL_METRICS_PORT), when the endpoints are on. */
+  readonly metrics?: string;
 }
 
 /** What a start did: `launched` a process (which `stop()` undoes), or `reused` one already running or provided. */

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import type { Config } from '../config.js';
+import { metricsAddress, type Config } from '../config.js';
 import { repoRoot } from '../paths.js';
 import { queueRoles, taskQueueName, type QueueRole } from '../../workflows/contracts/queues.js';
 import { runningPid, startDetached, stopProcess } from './processes.js';
@@ -25,12 +25,14 @@ export function workerService(config: Config, role: QueueRole): Service {
     },
     async status(): Promise<ServiceStatus> {
       const pid = runningPid(config.home, name);
+      const metrics = metricsAddress(config, role);
       return {
         name,
         embedded: true,
         running: pid !== undefined,
         address: `task queue ${taskQueueName(role, config.taskQueuePrefix)}`,
         ...(pid !== undefined ? { pid } : {}),
+        ...(metrics ? { metrics: `http://${metrics}/metrics` } : {}),
       };
     },
   };

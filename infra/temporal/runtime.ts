@@ -21,12 +21,36 @@ const coreLevels = { debug: 'DEBUG', info: 'WARN', warn: 'WARN', error: 'ERROR' 
  * the SDK allows one runtime per process, so later calls (another in-process worker) keep it, and a
  * runtime the SDK already created with its defaults is left as it is.
  */
-export function installWorkerRuntime(logLevel: Config['logLevel']): void {
+export function installWorkerRuntime(
+  logLevel: Config['logLevel'],
+  metricsBindAddress: string | null = null,
+  histogramBuckets: Record<string, number[]> = {},
+): void {
   if (Runtime._instance !== undefined) return;
   const core = coreLevels[logLevel];
-  Runtime.install({
-    logger: new DefaultLogger(sdkLevels[logLevel]),
-    // Core's dependencies (gRPC, HTTP) only when they warn, as the SDK's default.
-    telemetryOptions: { logging: { filter: { core, other: core === 'DEBUG' ? 'WARN' : core }, console: {} } },
-  });
+  try {
+    Runtime.install({
+      logger: new DefaultLogger(sdkLevels[logLevel]),
+      telemetryOptions: {
+        // Core's dependencies (gRPC, HTTP) only when they warn, as the SDK's default.
+        logging: { filter: { core, other: core === 'DEBUG' ? 'WARN' : core }, console: {} },
+        // The SDK's Prometheus exporter serves its own metrics and those made with Runtime.instance().metricMeter
+        // (or an activity's Context.metricMeter) on one /metrics route. Seconds, as Prometheus conventions want.
+        ...(metricsBindAddress
+          ? {
+              metrics: {
+                prometheus: { bindAddress: metricsBindAddress, useSecondsForDurations: true, histogramBucketOverrides: histogramBuckets },
+              },
+            }
+          : {}),
+      },
+    });
+  } catch (error) {
+    if (!metricsBindAddress) throw error;
+    throw new Error(
+      `LONGHAUL_METRICS_PORT: the Prometheus endpoint could not listen on ${metricsBindAddress} (${(error as Error).message}); ` +
+        'another process holds the port: move the endpoints with LONGHAUL_METRICS_PORT (or LONGHAUL_METRICS_HOST), or set LONGHAUL_METRICS_PORT=0 to turn them off',
+      { cause: error },
+    );
+  }
 }

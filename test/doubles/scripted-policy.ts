@@ -14,6 +14,7 @@ interface Script {
   delayMs: number;
   tokenDelayMs: number;
   invalidEvery: number;
+  vary: boolean;
 }
 
 function readScript(prompt: string): Script {
@@ -30,6 +31,7 @@ function readScript(prompt: string): Script {
     delayMs: parsed.delayMs ?? 0,
     tokenDelayMs: parsed.tokenDelayMs ?? 0,
     invalidEvery: parsed.invalidEvery ?? 0,
+    vary: parsed.vary === true,
   };
 }
 
@@ -64,7 +66,9 @@ export function createScriptedPolicy(options: { version?: () => number } = {}): 
           ? `<think>done after ${turn} searches</think>\n<answer>${script.answer === '@observation' ? lastObservation(request.prompt) : script.answer}</answer>`
           : script.invalidEvery > 0 && (turn + 1) % script.invalidEvery === 0
             ? `<search>unclosed step ${turn}`
-            : `<think>step ${turn}</think>\n<search>query ${turn}</search>`);
+            : script.vary && (request.temperature ?? 0) > 0
+              ? `<think>step ${turn}</think>\n<search>query ${turn} seed ${request.seed ?? 0}</search>`
+              : `<think>step ${turn}</think>\n<search>query ${turn}</search>`);
       if (script.delayMs > 0) await sleep(script.delayMs);
       const prefix = [...(request.prefixTokenIds ?? [])];
       const tokenIds = [...prefix];

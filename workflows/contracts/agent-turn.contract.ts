@@ -1,5 +1,13 @@
 /** Inputs and outputs of the per-turn activities the trajectory workflow calls. Small by design. */
-import type { ContextMode, FrozenObservations, ParsedAction, Protocol, RewardMetric, StopReason } from './trajectory.contract.js';
+import type {
+  ContextMode,
+  ForkLineage,
+  FrozenObservations,
+  ParsedAction,
+  Protocol,
+  RewardMetric,
+  StopReason,
+} from './trajectory.contract.js';
 
 export interface PromptSettings {
   readonly protocol: Protocol;
@@ -69,6 +77,8 @@ export interface FinishTrajectoryInput {
   readonly generatedTokens: number;
   readonly versionsUsed: readonly number[];
   readonly rewardMetric: RewardMetric;
+  /** A fork's parent and branch turn, kept in the record. */
+  readonly forkOf?: ForkLineage;
 }
 
 export interface FinishTrajectoryResult {

@@ -82,6 +82,11 @@ export interface TrajectoryInput {
    * same scope sees exactly the observations of the original.
    */
   readonly frozenObservations?: FrozenObservations;
+  /**
+   * Lineage of a fork (`longhaul fork`): the trajectory whose first `turn` turns this one replays as
+   * `forcedTurns`. Kept in the record so a browser can draw forks as a tree.
+   */
+  readonly forkOf?: ForkLineage;
   /** Internal: carried across continue-as-new. */
   readonly carried?: CarriedState;
 }
@@ -90,6 +95,12 @@ export interface FrozenObservations {
   /** Whose observations: the evaluation result that first recorded them. */
   readonly scope: string;
   readonly corpusVersion: string;
+}
+
+/** Where a forked trajectory comes from: its parent and the turn it branched at (turns 0..turn-1 replayed). */
+export interface ForkLineage {
+  readonly trajectoryId: string;
+  readonly turn: number;
 }
 
 /** What a parent workflow (learner, warm start) passes through to every trajectory child it starts. */

@@ -5,6 +5,7 @@ import {
   protocols,
   rewardMetrics,
   type FrozenObservations,
+  type ForkLineage,
   type RewardMetric,
   type TrajectoryLimits,
   type TrajectoryOptions,
@@ -35,6 +36,7 @@ export interface NormalizedTrajectoryInput {
   readonly rewardMetric: RewardMetric;
   readonly forcedTurns: readonly string[];
   readonly frozenObservations?: FrozenObservations;
+  readonly forkOf?: ForkLineage;
 }
 
 function parseLimits(value: Fields): TrajectoryLimits {
@@ -92,6 +94,14 @@ function parseFrozenObservations(value: Fields): FrozenObservations {
   return { scope: stringField(value, 'scope', { maxLength: 200 }), corpusVersion: stringField(value, 'corpusVersion', { maxLength: 200 }) };
 }
 
+function parseForkOf(value: Fields): ForkLineage {
+  rejectUnknown(value, ['trajectoryId', 'turn']);
+  return {
+    trajectoryId: stringField(value, 'trajectoryId', { maxLength: 400 }),
+    turn: integerField(value, 'turn', { min: 0, max: 100_000 }),
+  };
+}
+
 export function parseTrajectoryInput(raw: unknown): NormalizedTrajectoryInput {
   const input = objectInput(raw, 'trajectory');
   rejectUnknown(input, [
@@ -107,6 +117,7 @@ export function parseTrajectoryInput(raw: unknown): NormalizedTrajectoryInput {
     'rewardMetric',
     'forcedTurns',
     'frozenObservations',
+    'forkOf',
     'carried',
   ]);
   return {
@@ -124,5 +135,6 @@ export function parseTrajectoryInput(raw: unknown): NormalizedTrajectoryInput {
     ...(input.frozenObservations === undefined
       ? {}
       : { frozenObservations: nestedField(input, 'frozenObservations', parseFrozenObservations) }),
+    ...(input.forkOf === undefined ? {} : { forkOf: nestedField(input, 'forkOf', parseForkOf) }),
   };
 }
