@@ -27,6 +27,7 @@ import { showCommand } from './commands/show.command.js';
 import { chaosCommand } from './commands/chaos.command.js';
 import { synthCommand } from './commands/synth.command.js';
 import { forkCommand } from './commands/fork.command.js';
+import { scheduleCommand } from './commands/schedule.command.js';
 import { errorTypes, LonghaulError } from '../workflows/contracts/errors.js';
 
 const commands: readonly Command[] = [
@@ -55,6 +56,7 @@ const commands: readonly Command[] = [
   chaosCommand,
   synthCommand,
   forkCommand,
+  scheduleCommand,
 ];
 
 function help(): string {

@@ -19,7 +19,8 @@ import { createPgSkeletonStepStore } from '../infra/postgres/skeleton-step-store
 import { createPgTrajectoryStore } from '../infra/postgres/trajectory-store.pg.js';
 import { connectWorker, dataConverter } from '../infra/temporal/connection.js';
 import { checkHyperparameters } from '../gpu/train/train-step.activities.js';
-import { agentQueueActivities, inferenceQueueActivities, synthesisDependencies, toolsQueueActivities } from './queue-activities.js';
+import { createPgPolicyVersionStore } from '../infra/postgres/policy-version-store.pg.js';
+import { agentQueueActivities, inferenceQueueActivities, scheduleStores, synthesisDependencies, toolsQueueActivities } from './queue-activities.js';
 import type { ContaminationLookup } from '../activities/synthesis/synthesis.activities.js';
 import { taskQueueName, type QueueRole } from '../workflows/contracts/queues.js';
 import type { ToolActivities } from '../workflows/contracts/tools.contract.js';
@@ -63,6 +64,7 @@ export async function createInProcessAgent(options: InProcessAgentOptions): Prom
       judge: options.judge ?? configuredJudge(config.judge),
       evaluation: { evaluations: createPgEvaluationStore(pool), corpusVersion: () => searchCorpusVersion(pool) },
       synthesis: synthesisDependencies(pool, blobs, options.contamination),
+      schedules: scheduleStores(pool, createPgPolicyVersionStore(pool)),
     }),
     'gpu-infer': inferenceQueueActivities({ blobs, backend, weightSync: options.weightSync ?? noWeightSync() }),
     tools: toolsQueueActivities({ blobs, tools, observations: createPgFrozenObservationStore(pool) }),

@@ -11,6 +11,9 @@ import { createLearnerActivities } from '../activities/learner.activities.js';
 import type { BlobStore } from '../activities/ports/blob-store.port.js';
 import type { TrajectoryBuffer } from '../activities/ports/buffer.port.js';
 import { createEvaluationActivities } from '../activities/evaluation/evaluation.activities.js';
+import { createScheduleActivities } from '../activities/schedules/schedule.activities.js';
+import type { BenchmarkResultStore, BenchmarkRunner } from '../activities/ports/benchmark-result-store.port.js';
+import type { PolicyVersionStore } from '../activities/ports/policy-version-store.port.js';
 import type { EvaluationResultStore } from '../activities/ports/evaluation-store.port.js';
 import type { FrozenObservationStore } from '../activities/ports/frozen-observation-store.port.js';
 import type { Judge } from '../activities/ports/judge.port.js';
@@ -30,16 +33,19 @@ import type pg from 'pg';
 import { createEngineActivities } from '../gpu/train/engine.activities.js';
 import { createTrainActivities } from '../gpu/train/train-step.activities.js';
 import { materializePolicyVersion } from '../gpu/infer/policy-store.js';
+import type pg from 'pg';
 import type { Config } from '../infra/config.js';
 import { configuredJudge } from '../infra/inference/openai.backend.js';
 import { createWeightSync } from '../infra/inference/weight-sync.js';
 import { createPgEvaluationStore, searchCorpusVersion } from '../infra/postgres/evaluation-store.pg.js';
+import { createPgBenchmarkResultStore } from '../infra/postgres/benchmark-result-store.pg.js';
 import { createPgFrozenObservationStore } from '../infra/postgres/frozen-observation-store.pg.js';
 import { enginePython } from '../infra/services/binaries.js';
 import { openSearchDatabase } from '../infra/search/open.js';
 import { createPgToolCallStore } from '../infra/search/tool-call-store.pg.js';
 import type { QueueRole } from '../workflows/contracts/queues.js';
 import type { ToolActivities } from '../workflows/contracts/tools.contract.js';
+import { cliBenchmarkRunner, repositoryCommit } from './benchmark-runner.js';
 import { createConfiguredBackend, lazyBackend, versionCacheDir } from './policy-backend.js';
 import { openServices } from './services.js';
 import { buildToolRegistry } from './tool-registry.js';
@@ -63,10 +69,18 @@ export function agentQueueActivities(deps: {
   /** The evaluation workflow's stores (absent: its activities are not served). */
   evaluation?: { evaluations: EvaluationResultStore; corpusVersion: () => Promise<string> };
   synthesis?: SynthesisDependencies | undefined;
+  /** The scheduled workflows' stores (absent: their activities are not served). */
+  schedules?: {
+    versions: Pick<PolicyVersionStore, 'latest'>;
+    benchmarks: BenchmarkResultStore;
+    runBenchmark: BenchmarkRunner;
+    commit: () => string;
+  };
 }) {
   return {
     ...(deps.evaluation ? createEvaluationActivities({ blobs: deps.blobs, judge: deps.judge, ...deps.evaluation }) : {}),
     ...(deps.synthesis ? createSynthesisActivities(deps.synthesis) : {}),
+    ...(deps.schedules ? createScheduleActivities(deps.schedules) : {}),
     ...createHealthActivities('agent'),
     ...createSkeletonActivities({ blobs: deps.blobs, steps: deps.skeletonSteps }),
     ...createFinishActivities({ blobs: deps.blobs, trajectories: deps.trajectories, ...(deps.judge ? { judge: deps.judge } : {}) }),
@@ -98,6 +112,11 @@ export function toolsQueueActivities(deps: {
   };
 }
 
+/** The stores of the scheduled workflows' activities, over Postgres; benchmarks run as `longhaul bench` child processes. */
+export function scheduleStores(pool: pg.Pool, versions: Pick<PolicyVersionStore, 'latest'>) {
+  return { versions, benchmarks: createPgBenchmarkResultStore(pool), runBenchmark: cliBenchmarkRunner, commit: repositoryCommit };
+}
+
 export interface QueueActivities {
   readonly activities: object;
   close(): Promise<void>;
@@ -113,8 +132,9 @@ export async function workerActivities(role: QueueRole, settings: Config, blobs:
       const evaluation = { evaluations: createPgEvaluationStore(services.pool), corpusVersion: () => searchCorpusVersion(services.pool) };
       // The evaluation sets under LONGHAUL_DATA_ROOT, indexed on the first contamination check.
       const synthesis = synthesisDependencies(services.pool, blobs, () => loadContaminationIndex(settings.dataRoot));
+      const schedules = scheduleStores(services.pool, services.versions);
       return {
-        activities: agentQueueActivities({ blobs, trajectories, skeletonSteps, buffer, judge, evaluation, synthesis }),
+        activities: agentQueueActivities({ blobs, trajectories, skeletonSteps, buffer, judge, evaluation, synthesis, schedules }),
         close: () => services.close(),
       };
     }

@@ -5,3 +5,4 @@ export { learner } from './learner.workflow.js';
 export { warmStart } from './warm-start.workflow.js';
 export { evaluation } from './evaluation.workflow.js';
 export { synthesizeQuestion, synthesisRun } from './synthesis.workflow.js';
+export { scheduledEvaluation, scheduledBenchmark } from './schedules.workflow.js';

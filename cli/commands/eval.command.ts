@@ -27,7 +27,7 @@ import { preflight } from '../preflight.js';
 import { progressBar } from '../progress.js';
 
 /** The flag behind each evaluation input field, for preflight refusals. */
-const evaluationFlags = {
+export const evaluationFlags = {
   resultId: 'result-id',
   k: 'k',
   concurrency: 'concurrency',
