@@ -49,6 +49,9 @@ import {
 import { mayAdmitGroup } from './learner-admission.js';
 import { childTrajectoryInput, trajectoryMetadata, trajectoryMetadataPatch, withRolloutSampling } from './trajectory-child.js';
 import { validated } from './validated.js';
+import { evaluationWorkflowType } from './contracts/evaluation.contract.js';
+import { resultIdOf } from './contracts/schedules.contract.js';
+import type { evaluation } from './evaluation.workflow.js';
 import type { trajectory } from './trajectory.workflow.js';
 
 /**
@@ -74,6 +77,9 @@ const childFailurePatch = 'learner-child-failure';
  * neither trained nor noticed it had reached maxSteps (found by `longhaul chaos`, issue 14).
  */
 const boundedAdmissionPatch = 'learner-bounded-admission';
+
+/** Patch: a learner with an `evaluation` request starts an abandoned evaluation child after every N-th version. */
+const evaluateEveryPatch = 'learner-evaluate-every-n-versions';
 
 export async function learner(raw: LearnerInput): Promise<LearnerResult> {
   const input = validated(() => parseLearnerInput(raw));
@@ -381,10 +387,26 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
       });
       if (released.dropped > 0) run = { ...run, dropped: run.dropped + released.dropped, ready: Math.max(0, run.ready - released.dropped) };
       await publish();
+      if (input.evaluation && run.version % input.evaluation.everyVersions === 0 && patched(evaluateEveryPatch))
+        await requestEvaluation(run.version);
     } finally {
       training = false;
       wake();
     }
+  }
+
+  /**
+   * Start the evaluation of `version` and go on at once: only its start is awaited, and ABANDON lets it
+   * outlive this run (continue-as-new or the end of training).
+   */
+  async function requestEvaluation(version: number): Promise<void> {
+    const { everyVersions: _every, ...settings } = input.evaluation!;
+    const resultId = resultIdOf(`${input.runId}-v${version}`);
+    await startChild<typeof evaluation>(evaluationWorkflowType, {
+      workflowId: `evaluation-${resultId}`,
+      parentClosePolicy: ParentClosePolicy.ABANDON,
+      args: [{ ...settings, resultId, policyVersion: version, runId: input.runId }],
+    });
   }
 
   /** Tell in-flight trajectories about the new version; they resubmit generations under it. */

@@ -5,6 +5,7 @@
  * nothing is lost across continue-as-new.
  */
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
+import type { ScheduledEvaluationInput } from './schedules.contract.js';
 import type { TrajectorySettings } from './trajectory.contract.js';
 
 export const learnerWorkflowType = 'learner';
@@ -45,8 +46,20 @@ export interface LearnerInput {
   readonly hyperparameters?: Record<string, unknown>;
   /** Policy version to start from. @default 0 */
   readonly startVersion?: number;
+  /** Evaluate every N-th published version without waiting for it (absent: never). */
+  readonly evaluation?: LearnerEvaluationRequest;
   /** Internal: carried across continue-as-new. */
   readonly carried?: LearnerCarried;
+}
+
+/**
+ * An evaluation the learner starts after publishing each version that is a multiple of
+ * `everyVersions`: an `evaluation` child workflow it abandons (ParentClosePolicy.ABANDON), so
+ * training goes on while it runs and it outlives the learner. Its result id is
+ * `<runId>-v<version>` and its run id the learner's.
+ */
+export interface LearnerEvaluationRequest extends Omit<ScheduledEvaluationInput, 'runId' | 'commit'> {
+  readonly everyVersions: number;
 }
 
 export interface GroupState {

@@ -1,5 +1,6 @@
 /** Validation and defaults of learner input (pure: runs inside the workflow). */
-import { batchSelections, learnerModes, type LearnerSettings } from './learner.contract.js';
+import { parseEvaluationInput } from './evaluation.input.js';
+import { batchSelections, learnerModes, type LearnerEvaluationRequest, type LearnerSettings } from './learner.contract.js';
 import { InputError, enumField, integerField, nestedField, objectInput, rejectUnknown, stringField, type Fields } from './validate.js';
 
 export interface NormalizedLearnerInput {
@@ -7,6 +8,7 @@ export interface NormalizedLearnerInput {
   readonly datasetKey: string;
   readonly settings: LearnerSettings;
   readonly startVersion: number;
+  readonly evaluation?: LearnerEvaluationRequest;
 }
 
 function booleanField(input: Fields, field: string, fallback: boolean): boolean {
@@ -47,9 +49,19 @@ export function parseLearnerSettings(value: Fields): LearnerSettings {
   return settings;
 }
 
+/** The learner's evaluation request: everyVersions ≥ 1, and the rest as the evaluation workflow will check it. */
+export function parseLearnerEvaluation(value: Fields): LearnerEvaluationRequest {
+  const everyVersions = integerField(value, 'everyVersions', { min: 1, max: 1_000_000 });
+  const { everyVersions: _every, ...evaluation } = value;
+  for (const field of ['resultId', 'policyVersion', 'runId', 'reproduces', 'corpusVersion', 'carried'])
+    if (evaluation[field] !== undefined) throw new InputError(field, 'is set by the learner for each evaluation it starts; leave it out');
+  parseEvaluationInput({ ...evaluation, resultId: 'learner-evaluation', policyVersion: 0 });
+  return { ...(evaluation as unknown as Omit<LearnerEvaluationRequest, 'everyVersions'>), everyVersions };
+}
+
 export function parseLearnerInput(raw: unknown): NormalizedLearnerInput {
   const input = objectInput(raw, 'learner');
-  rejectUnknown(input, ['runId', 'datasetKey', 'settings', 'trajectory', 'hyperparameters', 'startVersion', 'carried']);
+  rejectUnknown(input, ['runId', 'datasetKey', 'settings', 'trajectory', 'hyperparameters', 'startVersion', 'evaluation', 'carried']);
   if (input.eta !== undefined) throw new InputError('eta', 'belongs under settings');
   nestedField(input, 'trajectory', (value) => value);
   nestedField(input, 'hyperparameters', (value) => value);
@@ -58,5 +70,6 @@ export function parseLearnerInput(raw: unknown): NormalizedLearnerInput {
     datasetKey: stringField(input, 'datasetKey', { maxLength: 1000 }),
     settings: nestedField(input, 'settings', parseLearnerSettings),
     startVersion: integerField(input, 'startVersion', { min: 0, max: 1_000_000_000, default: 0 }),
+    ...(input.evaluation !== undefined ? { evaluation: nestedField(input, 'evaluation', parseLearnerEvaluation) } : {}),
   };
 }
