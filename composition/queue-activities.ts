@@ -33,7 +33,6 @@ import type pg from 'pg';
 import { createEngineActivities } from '../gpu/train/engine.activities.js';
 import { createTrainActivities } from '../gpu/train/train-step.activities.js';
 import { materializePolicyVersion } from '../gpu/infer/policy-store.js';
-import type pg from 'pg';
 import type { Config } from '../infra/config.js';
 import { configuredJudge } from '../infra/inference/openai.backend.js';
 import { createWeightSync } from '../infra/inference/weight-sync.js';
