@@ -20,7 +20,13 @@ import { createPgTrajectoryStore } from '../infra/postgres/trajectory-store.pg.j
 import { connectWorker, dataConverter } from '../infra/temporal/connection.js';
 import { checkHyperparameters } from '../gpu/train/train-step.activities.js';
 import { createPgPolicyVersionStore } from '../infra/postgres/policy-version-store.pg.js';
-import { agentQueueActivities, inferenceQueueActivities, scheduleStores, synthesisDependencies, toolsQueueActivities } from './queue-activities.js';
+import {
+  agentQueueActivities,
+  inferenceQueueActivities,
+  scheduleStores,
+  synthesisDependencies,
+  toolsQueueActivities,
+} from './queue-activities.js';
 import type { ContaminationLookup } from '../activities/synthesis/synthesis.activities.js';
 import { taskQueueName, type QueueRole } from '../workflows/contracts/queues.js';
 import type { ToolActivities } from '../workflows/contracts/tools.contract.js';
