@@ -27,6 +27,22 @@ import { preflight } from '../preflight.js';
 import { progressBar } from '../progress.js';
 
 /** The flag behind each evaluation input field, for preflight refusals. */
+/** The flags an evaluation takes, shared by `eval` and `schedule eval` (parseArgs options). */
+export const evaluationFlagOptions = {
+  dataset: { type: 'string' },
+  layout: { type: 'string' },
+  strict: { type: 'boolean' },
+  k: { type: 'string', short: 'k' },
+  limit: { type: 'string' },
+  concurrency: { type: 'string' },
+  judge: { type: 'boolean' },
+  temperature: { type: 'string' },
+  seed: { type: 'string' },
+  'max-turns': { type: 'string' },
+  'max-new-tokens': { type: 'string' },
+  'run-id': { type: 'string' },
+} as const;
+
 export const evaluationFlags = {
   resultId: 'result-id',
   k: 'k',
@@ -135,19 +151,8 @@ Bad input (an unknown dataset or layout, k < 1, a bad limit, a version that does
 naming the flag before anything runs.`,
   async run(args) {
     const { values } = parseFlags(args, {
-      dataset: { type: 'string' },
-      layout: { type: 'string' },
-      strict: { type: 'boolean' },
+      ...evaluationFlagOptions,
       version: { type: 'string' },
-      k: { type: 'string', short: 'k' },
-      limit: { type: 'string' },
-      concurrency: { type: 'string' },
-      judge: { type: 'boolean' },
-      temperature: { type: 'string' },
-      seed: { type: 'string' },
-      'max-turns': { type: 'string' },
-      'max-new-tokens': { type: 'string' },
-      'run-id': { type: 'string' },
       'result-id': { type: 'string' },
       reproduce: { type: 'string' },
       json: { type: 'boolean' },

@@ -19,7 +19,7 @@ import type { TrajectorySettings } from '../../workflows/contracts/trajectory.co
 import { integerFlag, parseFlags } from '../arguments.js';
 import { UsageError, type Command } from '../command.js';
 import { preflight } from '../preflight.js';
-import { evaluationFlags, resolveDataset } from './eval.command.js';
+import { evaluationFlagOptions, evaluationFlags, resolveDataset } from './eval.command.js';
 
 const units: Readonly<Record<string, number>> = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
@@ -150,18 +150,7 @@ async function scheduleEvaluation(args: string[]): Promise<number> {
     'catchup-window': { type: 'string' },
     id: { type: 'string' },
     paused: { type: 'boolean' },
-    dataset: { type: 'string' },
-    layout: { type: 'string' },
-    strict: { type: 'boolean' },
-    k: { type: 'string', short: 'k' },
-    limit: { type: 'string' },
-    concurrency: { type: 'string' },
-    judge: { type: 'boolean' },
-    temperature: { type: 'string' },
-    seed: { type: 'string' },
-    'max-turns': { type: 'string' },
-    'max-new-tokens': { type: 'string' },
-    'run-id': { type: 'string' },
+    ...evaluationFlagOptions,
   });
   const flags = commonFlags(values);
   if (!values.dataset) throw new UsageError('--dataset NAME|FILE is required (a question-set file, or a set name: longhaul datasets list)');
