@@ -36,7 +36,7 @@ test('a scripted trajectory searches, answers, and writes one record with its re
     assert.equal(result.turns, 4);
     assert.equal(result.answer, 'Lima');
     assert.equal(result.reward, 1);
-    assert.deepEqual(result.rewardParts, { em: 1, f1: 1, cover_em: 1, format: 1 });
+    assert.deepEqual(result.rewardParts, { em: 1, f1: 1, cover_em: 1, format: 1, f1_format: 1 });
     assert.equal(calls.length, 3, 'three searches, each run once');
     const row = await createPgTrajectoryStore(context.pool).get(workflowId);
     assert.equal(row?.turns, 4);

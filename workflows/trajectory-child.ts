@@ -34,6 +34,7 @@ export function childTrajectoryInput(request: ChildTrajectoryRequest): Trajector
     ...(settings?.limits ? { limits: settings.limits } : {}),
     options: { ...(settings?.options ?? {}), seed: (settings?.options?.seed ?? 0) + request.sample },
     ...(settings?.rewardMetric ? { rewardMetric: settings.rewardMetric } : {}),
+    ...(settings?.rewardFormatWeight !== undefined ? { rewardFormatWeight: settings.rewardFormatWeight } : {}),
     ...(request.forcedTurns ? { forcedTurns: request.forcedTurns } : {}),
     ...(settings?.frozenObservations ? { frozenObservations: settings.frozenObservations } : {}),
   };

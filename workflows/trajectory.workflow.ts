@@ -282,6 +282,8 @@ async function episode(raw: TrajectoryInput): Promise<TrajectoryResult> {
       generatedTokens: state.generatedTokens,
       versionsUsed: state.versionsUsed,
       rewardMetric: input.rewardMetric,
+      // Only f1_format rewards send their weight, so the activity input of every other trajectory (and its history) is unchanged.
+      ...(input.rewardMetric === 'f1_format' ? { rewardFormatWeight: input.rewardFormatWeight } : {}),
       // Only forks carry it, so the activity input of every other trajectory (and its history) is unchanged.
       ...(input.forkOf ? { forkOf: input.forkOf } : {}),
     });

@@ -27,7 +27,7 @@ async function judged(judge: Judge | undefined, input: FinishTrajectoryInput): P
   if (!judge) {
     throw ApplicationFailure.nonRetryable(
       'finishTrajectory: rewardMetric "judge" needs an LLM judge and this agent worker has none: set LONGHAUL_JUDGE_BASE_URL ' +
-        '(or LONGHAUL_OPENAI_BASE_URL) to an OpenAI-compatible /v1 endpoint and restart the agent worker, or use rewardMetric "f1", "em" or "cover_em"',
+        '(or LONGHAUL_OPENAI_BASE_URL) to an OpenAI-compatible /v1 endpoint and restart the agent worker, or use rewardMetric "f1", "f1_format", "em" or "cover_em"',
       errorTypes.invalidInput,
     );
   }
@@ -74,11 +74,12 @@ export function createFinishActivities({ blobs, trajectories, judge }: FinishDep
       const existing = await trajectories.get(input.trajectoryId);
       if (existing) return { reward: existing.reward, rewardParts: existing.rewardParts, recordKey: existing.recordKey, written: false };
       const turns = await readTurns(blobs, input.trajectoryId, input.turns);
-      const { parts, errors } = scoreAnswer(input.answer, input.answers, {
-        turns: input.turns,
-        invalidSteps: input.invalidSteps,
-        answered: input.answer !== null,
-      });
+      const { parts, errors } = scoreAnswer(
+        input.answer,
+        input.answers,
+        { turns: input.turns, invalidSteps: input.invalidSteps, answered: input.answer !== null },
+        { formatWeight: input.rewardFormatWeight },
+      );
       const judgement = input.rewardMetric === 'judge' ? await judged(judge, input) : undefined;
       if (judgement) {
         parts.judge = judgement.score;

@@ -1,6 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { coverExactMatch, exactMatch, formatScore, normalizeAnswer, scoreAnswer, tokenF1 } from './metrics.js';
+import { coverExactMatch, exactMatch, f1WithFormat, formatScore, normalizeAnswer, scoreAnswer, tokenF1 } from './metrics.js';
+import { parseTrajectoryInput } from '../../workflows/contracts/trajectory.input.js';
+import { LonghaulError } from '../../workflows/contracts/errors.js';
 import { judgeAnswer, judgeMessages, parseVerdict } from './judge.js';
 import type { Judge } from '../ports/judge.port.js';
 import type { PolicyBackend } from '../ports/policy.port.js';
@@ -29,8 +31,67 @@ test('format score is 1 only for an answered trajectory without invalid steps', 
 
 test('no answer scores 0 on every answer metric without throwing', () => {
   const { parts, errors } = scoreAnswer(null, ['Lima'], { turns: 3, invalidSteps: 3, answered: false });
-  assert.deepEqual(parts, { em: 0, f1: 0, cover_em: 0, format: 0 });
+  assert.deepEqual(parts, { em: 0, f1: 0, cover_em: 0, format: 0, f1_format: 0 });
   assert.deepEqual(errors, {});
+});
+
+const close = (actual: number | undefined, expected: number, what: string) =>
+  assert.ok(actual !== undefined && Math.abs(actual - expected) < 1e-12, `${what}: ${actual} ≠ ${expected}`);
+
+test('f1_format is 0.9·F1 + 0.1·format by default: graded credit for partial answers, the format term for clean steps', () => {
+  const clean = { turns: 2, invalidSteps: 0, answered: true };
+  close(scoreAnswer('Lima', ['Lima'], clean).parts.f1_format, 1, 'right answer, clean trajectory');
+  close(scoreAnswer('Lima Peru', ['Lima'], clean).parts.f1_format, 0.9 * (2 / 3) + 0.1, 'partial answer (F1 2/3)');
+  close(scoreAnswer('Paris', ['Lima'], clean).parts.f1_format, 0.1, 'wrong answer, clean trajectory: the format term only');
+  close(
+    scoreAnswer('Lima', ['Lima'], { turns: 4, invalidSteps: 1, answered: true }).parts.f1_format,
+    0.9 + 0.1 * 0.75,
+    'one step of 4 invalid',
+  );
+  // The weight is a setting: 0 is plain F1, 1 is the format score alone.
+  close(scoreAnswer('Lima Peru', ['Lima'], clean, { formatWeight: 0 }).parts.f1_format, 2 / 3, 'weight 0');
+  close(scoreAnswer('Paris', ['Lima'], clean, { formatWeight: 1 }).parts.f1_format, 1, 'weight 1');
+  close(scoreAnswer('Lima Peru', ['Lima'], clean, { formatWeight: 0.3 }).parts.f1_format, 0.7 * (2 / 3) + 0.3, 'weight 0.3');
+  assert.equal(f1WithFormat(0.5, 1), 0.9 * 0.5 + 0.1);
+});
+
+test('f1_format of an absent or invalid answer is above 0 only through the format term, and never throws', () => {
+  // No answer: format is the valid share halved; F1 contributes nothing.
+  close(scoreAnswer(null, ['Lima'], { turns: 4, invalidSteps: 0, answered: false }).parts.f1_format, 0.1 * 0.5, 'no answer, valid steps');
+  close(scoreAnswer(null, ['Lima'], { turns: 4, invalidSteps: 2, answered: false }).parts.f1_format, 0.1 * 0.25, 'no answer, half invalid');
+  assert.equal(scoreAnswer(null, ['Lima'], { turns: 3, invalidSteps: 3, answered: false }).parts.f1_format, 0, 'every step invalid');
+  assert.equal(scoreAnswer(null, ['Lima'], { turns: 0, invalidSteps: 0, answered: false }).parts.f1_format, 0, 'no turn at all');
+  // Answers that normalise to nothing, odd characters and empty gold lists score without throwing.
+  for (const [prediction, golds] of [
+    ['', ['Lima']],
+    ['!!! ... the a an', ['Lima']],
+    ['\u0000\uffff', ['Lima']],
+    ['Lima', []],
+    ['Lima', ['']],
+  ] as const) {
+    const { parts, errors } = scoreAnswer(prediction, golds, { turns: 1, invalidSteps: 0, answered: true });
+    assert.deepEqual(errors, {}, `${JSON.stringify(prediction)} against ${JSON.stringify(golds)}`);
+    assert.ok(Number.isFinite(parts.f1_format) && parts.f1_format! >= 0 && parts.f1_format! <= 1, `${parts.f1_format}`);
+    close(parts.f1_format, 0.9 * parts.f1! + 0.1 * parts.format!, `${JSON.stringify(prediction)}: the documented combination`);
+  }
+});
+
+test('a trajectory may pick rewardMetric "f1_format" with a format weight in [0, 1]; anything else is refused naming the field', () => {
+  const parsed = parseTrajectoryInput({ question: 'q', rewardMetric: 'f1_format' });
+  assert.equal(parsed.rewardMetric, 'f1_format');
+  assert.equal(parsed.rewardFormatWeight, 0.1);
+  assert.equal(parseTrajectoryInput({ question: 'q', rewardMetric: 'f1_format', rewardFormatWeight: 0.25 }).rewardFormatWeight, 0.25);
+  for (const bad of [-0.1, 1.5, 'half', Number.NaN]) {
+    assert.throws(
+      () => parseTrajectoryInput({ question: 'q', rewardMetric: 'f1_format', rewardFormatWeight: bad }),
+      (error: unknown) => LonghaulError.is(error) && error.code === 'LonghaulInvalidInput' && error.field === 'rewardFormatWeight',
+      `rewardFormatWeight ${String(bad)}`,
+    );
+  }
+  assert.throws(
+    () => parseTrajectoryInput({ question: 'q', rewardMetric: 'f1format' }),
+    (error: unknown) => LonghaulError.is(error) && error.field === 'rewardMetric' && /"f1_format"/.test(error.message),
+  );
 });
 
 test('the judge verdict parser reads CORRECT and INCORRECT and nothing else', () => {

@@ -98,13 +98,33 @@ export function formatScore({ turns, invalidSteps, answered }: FormatStats): num
 /** The metrics computed from the answer itself (every reward metric but the judge's, plus the format score). */
 export type MetricName = Exclude<RewardMetric, 'judge'> | 'format';
 
+/** The weight of the format term in `f1_format` when the trajectory does not set `rewardFormatWeight`. */
+export const defaultRewardFormatWeight = 0.1;
+
+/**
+ * Graded credit with a format term: (1 − w)·F1 + w·format, w in [0, 1] (default 0.1, so 0.9·F1 + 0.1·format).
+ * A wrong or missing answer has F1 0 and earns at most w, only through a well-formed trajectory;
+ * a right answer from a clean trajectory earns 1.
+ */
+export function f1WithFormat(f1: number, format: number, formatWeight: number = defaultRewardFormatWeight): number {
+  return (1 - formatWeight) * f1 + formatWeight * format;
+}
+
 export interface RewardParts {
   readonly parts: Record<string, number>;
   readonly errors: Record<string, string>;
 }
 
-/** Every metric, each guarded: a metric that throws scores 0 and its error is kept. */
-export function scoreAnswer(prediction: string | null, golds: readonly string[], format: FormatStats): RewardParts {
+/**
+ * Every metric, each guarded: a metric that throws scores 0 and its error is kept. `f1_format` is
+ * computed from the F1 and format parts (each 0 if it failed) with `formatWeight` (default 0.1).
+ */
+export function scoreAnswer(
+  prediction: string | null,
+  golds: readonly string[],
+  format: FormatStats,
+  options: { readonly formatWeight?: number } = {},
+): RewardParts {
   const parts: Record<string, number> = {};
   const errors: Record<string, string> = {};
   const metrics: Record<MetricName, () => number> = {
@@ -112,6 +132,8 @@ export function scoreAnswer(prediction: string | null, golds: readonly string[],
     f1: () => (prediction === null ? 0 : tokenF1(prediction, golds)),
     cover_em: () => (prediction === null ? 0 : coverExactMatch(prediction, golds)),
     format: () => formatScore(format),
+    // Runs after f1 and format (insertion order), from their guarded values.
+    f1_format: () => f1WithFormat(parts.f1 ?? 0, parts.format ?? 0, options.formatWeight),
   };
   for (const [name, metric] of Object.entries(metrics)) {
     try {

@@ -17,8 +17,12 @@ export type Protocol = (typeof protocols)[number];
 /** What an invalid step does: the agent sees an error observation and goes on, or the trajectory stops. */
 export const invalidPolicies = ['continue', 'stop'] as const;
 export type InvalidPolicy = (typeof invalidPolicies)[number];
-/** What a finished trajectory's reward is (activities/reward): exact match, token F1, cover exact match, or a judge model's score. */
-export const rewardMetrics = ['em', 'f1', 'cover_em', 'judge'] as const;
+/**
+ * What a finished trajectory's reward is (activities/reward): exact match, token F1, cover exact match,
+ * a judge model's score, or graded credit with a format term (`f1_format` = (1 − w)·F1 + w·format,
+ * w = `rewardFormatWeight`, default 0.1).
+ */
+export const rewardMetrics = ['em', 'f1', 'cover_em', 'judge', 'f1_format'] as const;
 export type RewardMetric = (typeof rewardMetrics)[number];
 
 export interface TrajectoryLimits {
@@ -71,6 +75,8 @@ export interface TrajectoryInput {
   readonly options?: Partial<TrajectoryOptions>;
   /** Reward: which metric is "the" reward. @default "f1" */
   readonly rewardMetric?: RewardMetric;
+  /** Weight w of the format term of rewardMetric "f1_format", in [0, 1]: (1 − w)·F1 + w·format. @default 0.1 */
+  readonly rewardFormatWeight?: number;
   /**
    * Teacher forcing (a gold solution path for the warm start): turn i's output is forcedTurns[i],
    * scored by the policy instead of sampled; turns after the list are generated as usual.
@@ -108,6 +114,7 @@ export interface TrajectorySettings {
   readonly limits?: Partial<TrajectoryLimits>;
   readonly options?: Partial<TrajectoryOptions>;
   readonly rewardMetric?: TrajectoryInput['rewardMetric'];
+  readonly rewardFormatWeight?: TrajectoryInput['rewardFormatWeight'];
   readonly frozenObservations?: FrozenObservations;
 }
 

@@ -34,6 +34,8 @@ export interface NormalizedTrajectoryInput {
   readonly limits: TrajectoryLimits;
   readonly options: TrajectoryOptions;
   readonly rewardMetric: RewardMetric;
+  /** The format term's weight in "f1_format". */
+  readonly rewardFormatWeight: number;
   readonly forcedTurns: readonly string[];
   readonly frozenObservations?: FrozenObservations;
   readonly forkOf?: ForkLineage;
@@ -115,6 +117,7 @@ export function parseTrajectoryInput(raw: unknown): NormalizedTrajectoryInput {
     'limits',
     'options',
     'rewardMetric',
+    'rewardFormatWeight',
     'forcedTurns',
     'frozenObservations',
     'forkOf',
@@ -131,6 +134,7 @@ export function parseTrajectoryInput(raw: unknown): NormalizedTrajectoryInput {
     limits: nestedField(input, 'limits', parseLimits),
     options: nestedField(input, 'options', parseOptions),
     rewardMetric: enumField(input, 'rewardMetric', rewardMetrics, 'f1'),
+    rewardFormatWeight: numberField(input, 'rewardFormatWeight', { min: 0, max: 1, default: 0.1 }),
     forcedTurns: forcedTurnsField(input),
     ...(input.frozenObservations === undefined
       ? {}
