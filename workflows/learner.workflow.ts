@@ -31,6 +31,7 @@ import {
   type LearnerInput,
   type LearnerResult,
   type LearnerState,
+  type QuestionRow,
   type StepStats,
   type TrainActivities,
   type WeightSyncActivities,
@@ -47,6 +48,16 @@ import {
   type TrajectoryReport,
 } from './contracts/trajectory.contract.js';
 import { mayAdmitGroup } from './learner-admission.js';
+import {
+  curriculumCounts,
+  curriculumGroupQuestionId,
+  curriculumReport,
+  drawQuestion,
+  emptyCurriculum,
+  enterQuestion,
+  pickQuestion,
+  recordGroup,
+} from './learner-curriculum.js';
 import { childTrajectoryInput, trajectoryMetadata, trajectoryMetadataPatch, withRolloutSampling } from './trajectory-child.js';
 import { validated } from './validated.js';
 import { evaluationWorkflowType } from './contracts/evaluation.contract.js';
@@ -81,6 +92,13 @@ const boundedAdmissionPatch = 'learner-bounded-admission';
 /** Patch: a learner with an `evaluation` request starts an abandoned evaluation child after every N-th version. */
 const evaluateEveryPatch = 'learner-evaluate-every-n-versions';
 
+/**
+ * Patch: a learner with a `curriculum` draws its groups from an active set that refreshes as
+ * questions are mastered or found too hard (learner-curriculum.ts). Only runs whose input has a
+ * curriculum (none before it existed) take these paths.
+ */
+const curriculumPatch = 'learner-curriculum';
+
 export async function learner(raw: LearnerInput): Promise<LearnerResult> {
   const input = validated(() => parseLearnerInput(raw));
   const { workflowId, taskQueue } = workflowInfo();
@@ -109,6 +127,9 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
   const groupBeforeChildren = patched(groupBeforeChildrenPatch);
   const hearsOfFailures = patched(childFailurePatch);
   const boundedAdmission = patched(boundedAdmissionPatch);
+  const curriculum = input.curriculum !== undefined && patched(curriculumPatch) ? input.curriculum : undefined;
+  /** Training steps taken in this execution (continue-as-new after input.stepsPerExecution of them). */
+  let stepsThisExecution = 0;
   let training = false;
   let changed = false;
   let questionsLeft = true;
@@ -136,6 +157,7 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
     training,
     trainerBusy: busyFraction(),
     history: run.history,
+    ...(run.curriculum ? { curriculum: curriculumReport(run.curriculum) } : {}),
   });
 
   /** A child's report: its reward goes into its group's slot, and its oldest token version is kept for the staleness of the step that trains on it. */
@@ -216,17 +238,54 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
     { key: searchAttributes.policyVersion, value: run.version },
   ]);
 
+  /** Groups of dataset line `index` still in the window (some child not reported). */
+  const inflightGroupsOf = (index: number) => run.groups.filter((group) => group.questionIndex === index).length;
+
+  /** Fill the curriculum's active set with unused questions of the dataset, as far as it has them. */
+  async function refillCurriculum(): Promise<void> {
+    if (!curriculum) return;
+    while (run.curriculum && run.curriculum.active.length < curriculum.activeSize && !run.curriculum.exhausted) {
+      const index = run.nextQuestion;
+      const question = await learnerActivities.loadQuestion({ datasetKey: input.datasetKey, index });
+      const current = run.curriculum;
+      run = question
+        ? { ...run, nextQuestion: index + 1, curriculum: enterQuestion(current, index, question.id) }
+        : { ...run, curriculum: { ...current, exhausted: true } };
+    }
+    questionsLeft = run.curriculum !== undefined && run.curriculum.active.length > 0;
+  }
+
+  /** The next group's question: the dataset's next line, or the curriculum's pick of its active set. */
+  async function nextGroupQuestion(): Promise<{ question: QuestionRow; index: number; groupId: string } | undefined> {
+    if (!curriculum || !run.curriculum) {
+      const question = await learnerActivities.loadQuestion({ datasetKey: input.datasetKey, index: run.nextQuestion });
+      return question ? { question, index: run.nextQuestion, groupId: `${input.runId}-q${run.nextQuestion}` } : undefined;
+    }
+    const picked = pickQuestion(run.curriculum, inflightGroupsOf);
+    if (!picked) return undefined;
+    const question = await learnerActivities.loadQuestion({ datasetKey: input.datasetKey, index: picked.index });
+    if (!question) return undefined;
+    return {
+      question: { ...question, id: curriculumGroupQuestionId(question.id, picked.groups) },
+      index: picked.index,
+      groupId: `${input.runId}-q${picked.index}-g${picked.groups}`,
+    };
+  }
+
   async function startGroup(): Promise<boolean> {
-    const question = await learnerActivities.loadQuestion({ datasetKey: input.datasetKey, index: run.nextQuestion });
-    if (!question) {
+    const next = await nextGroupQuestion();
+    if (!next) {
       questionsLeft = false;
       return false;
     }
-    const groupId = `${input.runId}-q${run.nextQuestion}`;
+    const { question, groupId } = next;
     const children = Array.from({ length: run.settings.groupSize }, (_, sample) => `${groupId}-s${sample}`);
-    const group: GroupState = { groupId, questionIndex: run.nextQuestion, children, rewards: children.map(() => null) };
+    const group: GroupState = { groupId, questionIndex: next.index, children, rewards: children.map(() => null) };
     const enter = () => {
-      run = { ...run, nextQuestion: run.nextQuestion + 1, started: run.started + children.length, groups: [...run.groups, group] };
+      run = run.curriculum
+        ? { ...run, curriculum: drawQuestion(run.curriculum, next.index) }
+        : { ...run, nextQuestion: run.nextQuestion + 1 };
+      run = { ...run, started: run.started + children.length, groups: [...run.groups, group] };
     };
     // The group is in the window before any child can report to it (signals of a workflow task are
     // delivered before the child starts it resolves).
@@ -295,6 +354,15 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
       ready: run.ready + kept,
       dropped: run.dropped + uselessIds.size,
     };
+    if (curriculum && run.curriculum) {
+      // Whole groups only (a failed child leaves no pass rate), in the order they entered the window.
+      let updated = run.curriculum;
+      for (const group of done)
+        if (!broken.includes(group))
+          updated = recordGroup(updated, group.questionIndex, group.rewards as readonly number[], curriculum).state;
+      run = { ...run, curriculum: updated };
+      await refillCurriculum();
+    }
   }
 
   function admissible(): boolean {
@@ -363,7 +431,9 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
         ...(run.groupsSinceStep && run.groupsSinceStep.settled > 0
           ? { zeroAdvantageGroupShare: run.groupsSinceStep.equal / run.groupsSinceStep.settled, groupsSettled: run.groupsSinceStep.settled }
           : {}),
+        ...(run.curriculum ? { curriculum: curriculumCounts(run.curriculum) } : {}),
       };
+      stepsThisExecution += 1;
       run = {
         ...run,
         oldestVersions: omit(run.oldestVersions, consumed),
@@ -426,6 +496,8 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
 
   // Refuse at once a policy backend whose trajectories could not be trained on (no token ids or logprobs).
   if (raw.carried === undefined && patched('policy-capabilities')) requireTrainablePolicy(await inference.policyCapabilities());
+  if (curriculum && !run.curriculum) run = { ...run, curriculum: emptyCurriculum() };
+  await refillCurriculum();
   let trainerRun: Promise<void> | undefined;
   while (run.step < run.settings.maxSteps) {
     changed = false;
@@ -444,7 +516,8 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
       }
     }
     if (!training && run.groups.length === 0 && !questionsLeft && run.ready < batchSize) break; // out of data
-    if (!training && workflowInfo().continueAsNewSuggested) {
+    const executionFull = input.stepsPerExecution !== undefined && stepsThisExecution >= input.stepsPerExecution;
+    if (!training && (workflowInfo().continueAsNewSuggested || executionFull)) {
       await condition(allHandlersFinished);
       await continueAsNew<typeof learner>({ ...raw, carried: run });
     }
@@ -467,6 +540,7 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
     wallSeconds,
     history: run.history,
     ...(run.groupsTotal && run.groupsTotal.settled > 0 ? { zeroAdvantageGroupShare: run.groupsTotal.equal / run.groupsTotal.settled } : {}),
+    ...(run.curriculum ? { curriculum: curriculumReport(run.curriculum) } : {}),
   };
 }
 

@@ -12,6 +12,7 @@ import { rlRolloutTemperature } from '../../workflows/trajectory-child.js';
 import {
   learnerStateQuery,
   learnerWorkflowType,
+  type CurriculumCounts,
   type LearnerResult,
   type LearnerState,
 } from '../../workflows/contracts/learner.contract.js';
@@ -35,6 +36,15 @@ const learnerFlags = {
   'limits.maxTurns': 'max-turns',
   'limits.maxNewTokensPerTurn': 'max-new-tokens',
   'options.temperature': 'temperature',
+  rewardMetric: 'reward',
+  rewardFormatWeight: 'format-weight',
+  curriculum: 'curriculum',
+  'curriculum.activeSize': 'curriculum',
+  'curriculum.lower': 'curriculum-lower',
+  'curriculum.upper': 'curriculum-upper',
+  'curriculum.masteredAfter': 'mastered-after',
+  'curriculum.tooHardAfter': 'too-hard-after',
+  'curriculum.passReward': 'pass-reward',
   hyperparameters: 'hyperparameters',
   'hyperparameters.learningRate': 'lr',
 };
@@ -48,11 +58,44 @@ function temperatureFlag(text: string | undefined): number {
   return value;
 }
 
+/** A number flag passed on as it is (the learner's and trajectory's checks give the range), or a UsageError when it is no number. */
+function numberFlag(text: string | undefined, flag: string): number | undefined {
+  if (text === undefined) return undefined;
+  const value = Number(text);
+  if (text.trim() === '' || !Number.isFinite(value)) throw new UsageError(`--${flag} expects a number, got "${text}"`);
+  return value;
+}
+
+/** The curriculum flags as the learner's `curriculum` input; absent unless one of them is given. */
+function curriculumInput(values: Record<string, string | boolean | undefined>): Record<string, number> | undefined {
+  const fields = {
+    activeSize: ['curriculum', true],
+    lower: ['curriculum-lower', false],
+    upper: ['curriculum-upper', false],
+    masteredAfter: ['mastered-after', true],
+    tooHardAfter: ['too-hard-after', true],
+    passReward: ['pass-reward', false],
+  } as const;
+  const curriculum: Record<string, number> = {};
+  for (const [field, [flag, integer]] of Object.entries(fields)) {
+    const text = values[flag] as string | undefined;
+    const value = integer ? (text === undefined ? undefined : integerFlag(text, flag, 0, 1, 100_000)) : numberFlag(text, flag);
+    if (value !== undefined) curriculum[field] = value;
+  }
+  return Object.keys(curriculum).length > 0 ? curriculum : undefined;
+}
+
+function curriculumLine(counts: CurriculumCounts): string {
+  return `${counts.active} active, ${counts.mastered} mastered, ${counts.tooHard} too hard, ${counts.entered} entered`;
+}
+
 export const trainCommand: Command = {
   name: 'train',
   summary: 'run the RL learner (async by default) on a question set, with live progress',
   usage: `longhaul train --dataset FILE [--run-id ID] [--mode async|sync] [--steps N] [--batch N] [--group N] [--eta N]
                [--max-inflight N] [--max-turns N] [--max-new-tokens N] [--temperature T] [--lr X] [--keep-equal-groups]
+               [--reward METRIC] [--format-weight W] [--curriculum N] [--curriculum-lower X] [--curriculum-upper X]
+               [--mastered-after N] [--too-hard-after N] [--pass-reward X]
                [--start-version N] [--hyperparameters JSON] [--json]
 
 FILE is JSONL of {"id","question","answers":[…]}. The learner keeps trajectories streaming while
@@ -67,10 +110,25 @@ Web UI (search attribute LonghaulRunId) or with \`longhaul temporal workflow que
                       group differ; 0 = greedy, which makes every group's rewards equal). The
                       trainer scores its logits at the same temperature (behaviour weight 1 on-policy)
   --keep-equal-groups keep groups whose rewards are all equal (dropped by default)
+  --reward METRIC     the reward: f1 (default), em, cover_em, judge, or f1_format = (1 − W)·F1 + W·format
+                      (graded credit plus a term for well-formed steps and an answer, so groups differ
+                      even when no answer is right)   --format-weight W   W in [0, 1] (default 0.1)
   --start-version N   policy version to train (default: the latest; an older one is registered again
                       as latest + 1, since every step publishes base + 1)
   --hyperparameters J train-step hyperparameters as JSON over the defaults, with the engine's names
                       (gpu/engine/manifest.schema.json), e.g. '{"ppo":{"clipEpsilon":0.3}}'; --lr wins
+
+Curriculum (any of these turns it on; without one every question is used once, in file order):
+  --curriculum N      draw groups from an active set of N questions (default 8), at first the file's
+                      first N; each leaver is replaced by the next unused question
+  --curriculum-lower X, --curriculum-upper X
+                      the learnable band, 0 ≤ X < Y ≤ 1 (defaults 0 and 1): a group's pass rate is
+                      the share of its samples with reward ≥ --pass-reward (default 0.5)
+  --mastered-after N  a question leaves as mastered after N groups in a row at or above the upper
+                      bound (default 2)
+  --too-hard-after N  and as too hard (set aside) after N groups in a row at or below the lower bound
+                      (default 2). Each step then reports the active, mastered, too-hard and entered
+                      counts. Groups of a question repeat, so their trajectories carry question id <id>/g<n>
 
 Everything is checked with the learner's own input checks before anything starts (exit 2 naming the
 flag and the field).`,
@@ -89,6 +147,14 @@ flag and the field).`,
       temperature: { type: 'string' },
       lr: { type: 'string' },
       'keep-equal-groups': { type: 'boolean' },
+      reward: { type: 'string' },
+      'format-weight': { type: 'string' },
+      curriculum: { type: 'string' },
+      'curriculum-lower': { type: 'string' },
+      'curriculum-upper': { type: 'string' },
+      'mastered-after': { type: 'string' },
+      'too-hard-after': { type: 'string' },
+      'pass-reward': { type: 'string' },
       json: { type: 'boolean' },
       'start-version': { type: 'string' },
       hyperparameters: { type: 'string' },
@@ -108,6 +174,8 @@ flag and the field).`,
     const runId = values['run-id'] ?? `run-${new Date().toISOString().replace(/[:.]/g, '-')}`;
     const datasetKey = `datasets/${runId}/questions.jsonl`;
     const hyperparameters = jsonObjectFlag(values.hyperparameters, 'hyperparameters');
+    const curriculum = curriculumInput(values);
+    const formatWeight = numberFlag(values['format-weight'], 'format-weight');
     const learnerInput = {
       runId,
       datasetKey,
@@ -126,7 +194,10 @@ flag and the field).`,
           maxNewTokensPerTurn: integerFlag(values['max-new-tokens'], 'max-new-tokens', 128, 1, 65_536),
         },
         options: { temperature: temperatureFlag(values.temperature) },
+        ...(values.reward !== undefined ? { rewardMetric: values.reward } : {}),
+        ...(formatWeight !== undefined ? { rewardFormatWeight: formatWeight } : {}),
       },
+      ...(curriculum ? { curriculum } : {}),
       hyperparameters: {
         ...hyperparameters,
         learningRate: values.lr === undefined ? (hyperparameters.learningRate ?? learningRate) : learningRate,
@@ -163,7 +234,8 @@ flag and the field).`,
         onState: (state) =>
           bar.update(
             state.step,
-            `v${state.version} · ${state.inflight} in flight · ${state.ready} ready · ${state.dropped} dropped${state.training ? ' · training' : ''}`,
+            `v${state.version} · ${state.inflight} in flight · ${state.ready} ready · ${state.dropped} dropped${state.training ? ' · training' : ''}` +
+              (state.curriculum ? ` · ${curriculumLine(state.curriculum)}` : ''),
           ),
       });
       bar.finish(`v${result.finalVersion}`);
@@ -172,7 +244,8 @@ flag and the field).`,
           `step ${stats.step} → v${stats.version}: mean reward ${stats.meanReward.toFixed(3)}, staleness ≤ ${stats.maxStaleness}, ${stats.trainSeconds.toFixed(1)} s` +
             (stats.zeroAdvantageGroupShare === undefined
               ? ''
-              : `, ${(stats.zeroAdvantageGroupShare * 100).toFixed(0)} % of ${stats.groupsSettled} groups had zero advantage`),
+              : `, ${(stats.zeroAdvantageGroupShare * 100).toFixed(0)} % of ${stats.groupsSettled} groups had zero advantage`) +
+            (stats.curriculum ? `; curriculum ${curriculumLine(stats.curriculum)}` : ''),
         );
       console.log(
         `${result.steps} steps · ${result.consumed} trajectories used, ${result.dropped} dropped · ${result.samplesPerHour.toFixed(0)} samples/h · trainer busy ${(result.trainerBusy * 100).toFixed(0)} %`,

@@ -48,8 +48,87 @@ export interface LearnerInput {
   readonly startVersion?: number;
   /** Evaluate every N-th published version without waiting for it (absent: never). */
   readonly evaluation?: LearnerEvaluationRequest;
+  /**
+   * Draw questions from an active set that refreshes as the policy masters them (absent: every
+   * question once, in dataset order). See LearnerCurriculum and workflows/learner-curriculum.ts.
+   */
+  readonly curriculum?: Partial<LearnerCurriculum>;
+  /**
+   * Continue-as-new after this many training steps in one execution, besides whenever Temporal
+   * suggests it (absent: only then). Bounds the history; the tests use it to cross continue-as-new.
+   */
+  readonly stepsPerExecution?: number;
   /** Internal: carried across continue-as-new. */
   readonly carried?: LearnerCarried;
+}
+
+/**
+ * A curriculum: the learner samples groups from an active set of questions (at first the dataset's
+ * first `activeSize`), always the active question with the fewest groups in flight, then the one
+ * drawn least recently. Each settled group of an active question has a pass rate: the share of its
+ * samples whose reward is at least `passReward`. A question whose last `masteredAfter` settled groups
+ * all had a pass rate ≥ `upper` leaves as mastered; one whose last `tooHardAfter` groups were all
+ * ≤ `lower` leaves as too hard (set aside); each leaver is replaced by the next question of the
+ * dataset not used yet. Groups with a failed child do not count; groups of a question that has left
+ * still train but no longer count. Because a question is sampled again and again, each group's
+ * trajectories carry question id `<id>/g<n>` (n = the question's n-th group), since the buffer and the
+ * trainer group samples by question id.
+ */
+export interface LearnerCurriculum {
+  /** Questions in the active set at once. @default 8 */
+  readonly activeSize: number;
+  /** A group with a pass rate at or below this counts toward "too hard". In [0, 1], below upper. @default 0 */
+  readonly lower: number;
+  /** A group with a pass rate at or above this counts toward "mastered". In [0, 1], above lower. @default 1 */
+  readonly upper: number;
+  /** Consecutive settled groups at or above `upper` after which a question leaves as mastered. @default 2 */
+  readonly masteredAfter: number;
+  /** Consecutive settled groups at or below `lower` after which a question leaves as too hard. @default 2 */
+  readonly tooHardAfter: number;
+  /** A sample passes when its reward is at least this (rewards are in [0, 1]). @default 0.5 */
+  readonly passReward: number;
+}
+
+/** One question of the active set (carried across continue-as-new). */
+export interface CurriculumQuestion {
+  /** Its line in the dataset. */
+  readonly index: number;
+  readonly id: string;
+  /** Groups started of it so far: the next group is `<id>/g<groups>`. */
+  readonly groups: number;
+  /** Draw number of its latest group (−1: not drawn yet). */
+  readonly lastDrawn: number;
+  /** Consecutive settled groups with a pass rate ≥ upper, and ≤ lower. */
+  readonly highStreak: number;
+  readonly lowStreak: number;
+}
+
+/** The curriculum's state, carried across continue-as-new (small: the active set and counters). */
+export interface CurriculumState {
+  readonly active: readonly CurriculumQuestion[];
+  /** Groups drawn so far (the draw number of the next). */
+  readonly draws: number;
+  /** Questions that entered the active set so far (the first fill included). */
+  readonly entered: number;
+  /** Questions that left as mastered, and as too hard, so far. */
+  readonly mastered: number;
+  readonly tooHard: number;
+  /** The dataset has no unused question left. */
+  readonly exhausted: boolean;
+}
+
+/** The curriculum's counts at a moment (a step, a query, the end). */
+export interface CurriculumCounts {
+  /** Questions in the active set now. */
+  readonly active: number;
+  readonly entered: number;
+  readonly mastered: number;
+  readonly tooHard: number;
+}
+
+/** The counts and which questions are active now (the state query and the result). */
+export interface CurriculumReport extends CurriculumCounts {
+  readonly activeQuestionIds: readonly string[];
 }
 
 /**
@@ -86,6 +165,8 @@ export interface StepStats {
    */
   readonly zeroAdvantageGroupShare?: number;
   readonly groupsSettled?: number;
+  /** The curriculum's counts when the step finished (runs with a curriculum only). */
+  readonly curriculum?: CurriculumCounts;
 }
 
 export interface LearnerCarried {
@@ -114,6 +195,8 @@ export interface LearnerCarried {
   readonly groupsTotal?: { readonly settled: number; readonly equal: number };
   /** Children that failed for good (absent in runs started before the learner heard of failures). */
   readonly failed?: number;
+  /** The curriculum (runs with one only). */
+  readonly curriculum?: CurriculumState;
 }
 
 export interface LearnerState {
@@ -132,6 +215,8 @@ export interface LearnerState {
   readonly training: boolean;
   readonly trainerBusy: number;
   readonly history: readonly StepStats[];
+  /** The curriculum now (runs with one only). */
+  readonly curriculum?: CurriculumReport;
 }
 
 export interface LearnerResult {
@@ -150,6 +235,8 @@ export interface LearnerResult {
   readonly history: readonly StepStats[];
   /** Share of all settled groups whose rewards were all equal (zero advantage). */
   readonly zeroAdvantageGroupShare?: number;
+  /** The curriculum at the end (runs with one only). */
+  readonly curriculum?: CurriculumReport;
 }
 
 export interface QuestionRow {

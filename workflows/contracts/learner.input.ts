@@ -1,7 +1,23 @@
 /** Validation and defaults of learner input (pure: runs inside the workflow). */
 import { parseEvaluationInput } from './evaluation.input.js';
-import { batchSelections, learnerModes, type LearnerEvaluationRequest, type LearnerSettings } from './learner.contract.js';
-import { InputError, enumField, integerField, nestedField, objectInput, rejectUnknown, stringField, type Fields } from './validate.js';
+import {
+  batchSelections,
+  learnerModes,
+  type LearnerCurriculum,
+  type LearnerEvaluationRequest,
+  type LearnerSettings,
+} from './learner.contract.js';
+import {
+  InputError,
+  enumField,
+  integerField,
+  nestedField,
+  numberField,
+  objectInput,
+  rejectUnknown,
+  stringField,
+  type Fields,
+} from './validate.js';
 
 export interface NormalizedLearnerInput {
   readonly runId: string;
@@ -9,6 +25,8 @@ export interface NormalizedLearnerInput {
   readonly settings: LearnerSettings;
   readonly startVersion: number;
   readonly evaluation?: LearnerEvaluationRequest;
+  readonly curriculum?: LearnerCurriculum;
+  readonly stepsPerExecution?: number;
 }
 
 function booleanField(input: Fields, field: string, fallback: boolean): boolean {
@@ -59,9 +77,39 @@ export function parseLearnerEvaluation(value: Fields): LearnerEvaluationRequest 
   return { ...(evaluation as unknown as Omit<LearnerEvaluationRequest, 'everyVersions'>), everyVersions };
 }
 
+/** The curriculum: a band 0 ≤ lower < upper ≤ 1 and counts ≥ 1 (LearnerCurriculum says what each means). */
+export function parseLearnerCurriculum(value: Fields): LearnerCurriculum {
+  rejectUnknown(value, ['activeSize', 'lower', 'upper', 'masteredAfter', 'tooHardAfter', 'passReward']);
+  const curriculum: LearnerCurriculum = {
+    activeSize: integerField(value, 'activeSize', { min: 1, max: 100_000, default: 8 }),
+    lower: numberField(value, 'lower', { min: 0, max: 1, default: 0 }),
+    upper: numberField(value, 'upper', { min: 0, max: 1, default: 1 }),
+    masteredAfter: integerField(value, 'masteredAfter', { min: 1, max: 100_000, default: 2 }),
+    tooHardAfter: integerField(value, 'tooHardAfter', { min: 1, max: 100_000, default: 2 }),
+    passReward: numberField(value, 'passReward', { min: 0, max: 1, default: 0.5 }),
+  };
+  if (curriculum.lower >= curriculum.upper)
+    throw new InputError(
+      value.upper === undefined ? 'lower' : 'upper',
+      `the band needs lower < upper, got lower ${curriculum.lower} and upper ${curriculum.upper}; e.g. lower 0.1, upper 0.9`,
+    );
+  return curriculum;
+}
+
 export function parseLearnerInput(raw: unknown): NormalizedLearnerInput {
   const input = objectInput(raw, 'learner');
-  rejectUnknown(input, ['runId', 'datasetKey', 'settings', 'trajectory', 'hyperparameters', 'startVersion', 'evaluation', 'carried']);
+  rejectUnknown(input, [
+    'runId',
+    'datasetKey',
+    'settings',
+    'trajectory',
+    'hyperparameters',
+    'startVersion',
+    'evaluation',
+    'curriculum',
+    'stepsPerExecution',
+    'carried',
+  ]);
   if (input.eta !== undefined) throw new InputError('eta', 'belongs under settings');
   nestedField(input, 'trajectory', (value) => value);
   nestedField(input, 'hyperparameters', (value) => value);
@@ -71,5 +119,9 @@ export function parseLearnerInput(raw: unknown): NormalizedLearnerInput {
     settings: nestedField(input, 'settings', parseLearnerSettings),
     startVersion: integerField(input, 'startVersion', { min: 0, max: 1_000_000_000, default: 0 }),
     ...(input.evaluation !== undefined ? { evaluation: nestedField(input, 'evaluation', parseLearnerEvaluation) } : {}),
+    ...(input.curriculum !== undefined ? { curriculum: nestedField(input, 'curriculum', parseLearnerCurriculum) } : {}),
+    ...(input.stepsPerExecution !== undefined
+      ? { stepsPerExecution: integerField(input, 'stepsPerExecution', { min: 1, max: 1_000_000 }) }
+      : {}),
   };
 }
