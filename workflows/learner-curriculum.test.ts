@@ -5,6 +5,7 @@ import { parseLearnerInput } from './contracts/learner.input.js';
 import { LonghaulError } from './contracts/errors.js';
 import {
   curriculumCounts,
+  curriculumGroupQuestionId,
   drawQuestion,
   emptyCurriculum,
   enterQuestion,
@@ -76,6 +77,13 @@ describe('the learner curriculum', () => {
     const left = recordGroup(state, 0, [0.1, 0], settings);
     assert.equal(left.departure, 'tooHard');
     assert.deepEqual(curriculumCounts(left.state), { active: 0, entered: 1, mastered: 0, tooHard: 1 });
+  });
+
+  it("a group's question id is <id>/g<n>, clipped to the 200 characters a trajectory takes", () => {
+    assert.equal(curriculumGroupQuestionId('q7', 3), 'q7/g3');
+    const long = curriculumGroupQuestionId('x'.repeat(300), 12);
+    assert.equal(long.length, 200);
+    assert.ok(long.endsWith('x/g12'));
   });
 
   it('the learner input takes a curriculum with defaults, and refuses a band outside [0, 1] or lower ≥ upper naming the field', () => {

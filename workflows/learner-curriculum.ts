@@ -101,7 +101,14 @@ export function curriculumReport(state: CurriculumState): CurriculumReport {
   return { ...curriculumCounts(state), activeQuestionIds: state.active.map((question) => question.id) };
 }
 
-/** The question id a curriculum group's trajectories carry: the buffer and the trainer group samples by question id. */
+/** The longest question id a trajectory takes (trajectory.input.ts). */
+const maxQuestionIdLength = 200;
+
+/**
+ * The question id a curriculum group's trajectories carry, `<id>/g<n>`: the buffer and the trainer group
+ * samples by question id. An id too long for the suffix is clipped so the trajectory still takes it.
+ */
 export function curriculumGroupQuestionId(id: string, group: number): string {
-  return `${id}/g${group}`;
+  const suffix = `/g${group}`;
+  return `${id.slice(0, maxQuestionIdLength - suffix.length)}${suffix}`;
 }
