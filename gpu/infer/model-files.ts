@@ -14,13 +14,17 @@ const run = promisify(execFile);
 
 export const manifestFileName = 'longhaul-model.json';
 
-/** The prepared-folder layout this code reads (longhaul_engine.prepare FORMAT_VERSION). */
-export const modelFormat = 2;
+/** The prepared-folder layout `longhaul model prepare` writes (longhaul_engine.prepare FORMAT_VERSION). */
+export const modelFormat = 3;
+
+/** Layouts this code still serves: format 2 has the same graph inputs and outputs as 3, with attention that
+ * copies the key/value cache once per query-head group (slower); a local format-2 folder is re-prepared. */
+export const readableModelFormats = [2, modelFormat] as const;
 
 export const modelManifestSchema = z.object({
   format: z.literal(
-    modelFormat,
-    `expected format ${modelFormat}: re-run \`longhaul model prepare\` (older folders lack the logits_positions input)`,
+    readableModelFormats,
+    `expected format ${readableModelFormats.join(' or ')}: re-run \`longhaul model prepare\` (older folders lack the logits_positions input)`,
   ),
   name: z.string().min(1),
   tiny: z.boolean(),

