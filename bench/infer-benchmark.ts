@@ -4,14 +4,15 @@
  * sequences, with continuous batching (gpu/infer/batch-decoder.ts: one session run per decode step
  * for every sequence) and, with `unbatched`, the same run before batching (each sequence its own
  * session run per token, runs one at a time). Greedy decoding on the ONNX graph; all sequences are
- * prefilled first, then decode together, so the decode figures are not mixed with prefill.
+ * prefilled first, then decode together, so the decode figures are not mixed with prefill. With
+ * `baselineModelDir`, a second prepared folder's batched curve is measured at each point beside it.
  * Run: `longhaul bench infer --json`.
  */
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { BatchDecoder, type RunReport } from '../gpu/infer/batch-decoder.js';
 import { OnnxModel, type ExecutionProvider, type KeyValueCache } from '../gpu/infer/onnx-model.js';
-import { readManifest } from '../gpu/infer/model-files.js';
+import { readManifest, type ModelManifest } from '../gpu/infer/model-files.js';
 import { BpeTokenizer } from '../gpu/infer/tokenizer.js';
 
 export interface InferBenchmarkOptions {
@@ -23,6 +24,8 @@ export interface InferBenchmarkOptions {
   readonly executionProvider: ExecutionProvider;
   /** Also measure the curve without batching (the policy before continuous batching), in the same run. */
   readonly unbatched: boolean;
+  /** Also measure the batched curve of a second prepared folder (e.g. an older export), point by point in the same run. */
+  readonly baselineModelDir?: string;
   readonly log?: (line: string) => void;
 }
 
@@ -76,14 +79,23 @@ class RssPeak {
   }
 }
 
-/** `sequences` prompts prefilled together, then decoded together by the batch decoder. */
-async function measureBatched(
-  model: OnnxModel,
+type PhaseFigures = Omit<CurvePoint, 'rss_mb' | 'concurrency' | 'p50_step_ms'>;
+
+/** One sequence once prefilled: `next` decodes one token, `done` frees what it holds. */
+interface PrefilledSequence {
+  readonly next: () => Promise<void>;
+  readonly done?: () => void;
+}
+
+/**
+ * The schedule both modes share: every prompt prefilled (concurrently), then, once all are, `decodeTokens`
+ * tokens per sequence; decode figures count from the end of the last prefill, so they are not mixed with it.
+ */
+async function measurePhases(
   prompts: number[][],
   decodeTokens: number,
-): Promise<Omit<CurvePoint, 'rss_mb' | 'concurrency'>> {
-  const runs: RunReport[] = [];
-  const decoder = new BatchDecoder({ model, maxBatchSize: Math.max(32, prompts.length), onRun: (run) => runs.push(run) });
+  prefill: (prompt: number[]) => Promise<PrefilledSequence>,
+): Promise<PhaseFigures> {
   const intervals: number[] = [];
   let prefilled = 0;
   let releaseDecode!: () => void;
@@ -92,7 +104,7 @@ async function measureBatched(
   let cpuAtDecode = process.cpuUsage();
   const started = performance.now();
   const sequence = async (prompt: number[]) => {
-    const { sequence: handle, logits } = await decoder.prefill(prompt);
+    const decoding = await prefill(prompt);
     prefilled += 1;
     if (prefilled === prompts.length) {
       prefillEnded = performance.now();
@@ -100,28 +112,47 @@ async function measureBatched(
       releaseDecode();
     }
     await allPrefilled;
-    let token = argmax(logits);
     let last = performance.now();
     for (let step = 0; step < decodeTokens; step += 1) {
-      token = argmax(await decoder.decode(handle, token));
+      await decoding.next();
       const now = performance.now();
       intervals.push(now - last);
       last = now;
     }
-    decoder.release(handle);
+    decoding.done?.();
   };
   await Promise.all(prompts.map(sequence));
   const ended = performance.now();
   const cpu = process.cpuUsage(cpuAtDecode);
-  await decoder.close();
   const prefillTokens = prompts.reduce((sum, prompt) => sum + prompt.length, 0);
   return {
     decode_tokens_per_s: round((prompts.length * decodeTokens) / ((ended - prefillEnded) / 1000)),
-    p50_step_ms: round(median(runs.filter((run) => run.kind === 'decode').map((run) => run.ms))),
     p50_token_interval_ms: round(median(intervals)),
     decode_cpu_ms_per_token: round((cpu.user + cpu.system) / 1000 / (prompts.length * decodeTokens)),
     prefill_tokens_per_s: round(prefillTokens / ((prefillEnded - started) / 1000)),
   };
+}
+
+/** `sequences` prompts prefilled together, then decoded together by the batch decoder. */
+async function measureBatched(
+  model: OnnxModel,
+  prompts: number[][],
+  decodeTokens: number,
+): Promise<Omit<CurvePoint, 'rss_mb' | 'concurrency'>> {
+  const runs: RunReport[] = [];
+  const decoder = new BatchDecoder({ model, maxBatchSize: Math.max(32, prompts.length), onRun: (run) => runs.push(run) });
+  const figures = await measurePhases(prompts, decodeTokens, async (prompt) => {
+    const { sequence: handle, logits } = await decoder.prefill(prompt);
+    let token = argmax(logits);
+    return {
+      next: async () => {
+        token = argmax(await decoder.decode(handle, token));
+      },
+      done: () => decoder.release(handle),
+    };
+  });
+  await decoder.close();
+  return { ...figures, p50_step_ms: round(median(runs.filter((run) => run.kind === 'decode').map((run) => run.ms))) };
 }
 
 /** Before batching: each sequence its own cache and its own session run per token (runs serialised in OnnxModel). */
@@ -131,79 +162,60 @@ async function measureUnbatched(
   decodeTokens: number,
 ): Promise<Omit<CurvePoint, 'rss_mb' | 'concurrency'>> {
   const steps: number[] = [];
-  const intervals: number[] = [];
   let previousEnd = 0;
-  let prefilled = 0;
-  let releaseDecode!: () => void;
-  const allPrefilled = new Promise<void>((resolve) => (releaseDecode = resolve));
-  let prefillEnded = 0;
-  let cpuAtDecode = process.cpuUsage();
-  const started = performance.now();
-  const sequence = async (prompt: number[]) => {
+  const figures = await measurePhases(prompts, decodeTokens, async (prompt) => {
     const prefill = await model.step(prompt, model.emptyCache());
     previousEnd = performance.now();
-    prefilled += 1;
-    if (prefilled === prompts.length) {
-      prefillEnded = performance.now();
-      cpuAtDecode = process.cpuUsage();
-      releaseDecode();
-    }
-    await allPrefilled;
     let token = argmax(model.row(prefill.logits, 0));
     let cache: KeyValueCache = prefill.cache;
-    let last = performance.now();
-    for (let step = 0; step < decodeTokens; step += 1) {
-      const stepStarted = performance.now();
-      const next = await model.step([token], cache);
-      const now = performance.now();
-      // Runs are serialised: this one ran from when it was asked or the previous run ended, whichever is later.
-      steps.push(now - Math.max(stepStarted, previousEnd));
-      previousEnd = now;
-      intervals.push(now - last);
-      last = now;
-      cache = next.cache;
-      token = argmax(model.row(next.logits, 0));
-    }
-  };
-  await Promise.all(prompts.map(sequence));
-  const ended = performance.now();
-  const cpu = process.cpuUsage(cpuAtDecode);
-  const prefillTokens = prompts.reduce((sum, prompt) => sum + prompt.length, 0);
-  return {
-    decode_tokens_per_s: round((prompts.length * decodeTokens) / ((ended - prefillEnded) / 1000)),
-    p50_step_ms: round(median(steps)),
-    p50_token_interval_ms: round(median(intervals)),
-    decode_cpu_ms_per_token: round((cpu.user + cpu.system) / 1000 / (prompts.length * decodeTokens)),
-    prefill_tokens_per_s: round(prefillTokens / ((prefillEnded - started) / 1000)),
-  };
+    return {
+      next: async () => {
+        const stepStarted = performance.now();
+        const next = await model.step([token], cache);
+        const now = performance.now();
+        // Runs are serialised: this one ran from when it was asked or the previous run ended, whichever is later.
+        steps.push(now - Math.max(stepStarted, previousEnd));
+        previousEnd = now;
+        cache = next.cache;
+        token = argmax(model.row(next.logits, 0));
+      },
+    };
+  });
+  return { ...figures, p50_step_ms: round(median(steps)) };
 }
+
+type Mode = 'unbatched' | 'batched' | 'baseline';
 
 export async function runInferBenchmark(options: InferBenchmarkOptions) {
   const log = options.log ?? (() => undefined);
   const manifest = readManifest(options.modelDir);
   const before = process.memoryUsage().rss;
   const tokenizer = BpeTokenizer.fromFile(path.join(options.modelDir, 'tokenizer.json'));
-  const model = await OnnxModel.load({
-    modelDir: options.modelDir,
-    manifest,
-    threads: options.threads,
-    executionProviders: [options.executionProvider],
-  });
+  const load = (modelDir: string, folderManifest: ModelManifest) =>
+    OnnxModel.load({ modelDir, manifest: folderManifest, threads: options.threads, executionProviders: [options.executionProvider] });
+  const model = await load(options.modelDir, manifest);
+  const baselineManifest = options.baselineModelDir === undefined ? undefined : readManifest(options.baselineModelDir);
+  let baseline: OnnxModel | undefined;
   try {
     const loaded = process.memoryUsage().rss;
     log(`loaded ${manifest.name} (${model.executionProvider}); RSS ${megabytes(loaded)} MiB`);
     await model.step(promptIds(tokenizer, 16, 99), model.emptyCache()); // warm-up
-    const curves: Record<'batched' | 'unbatched', CurvePoint[]> = { batched: [], unbatched: [] };
-    const modes = options.unbatched ? (['unbatched', 'batched'] as const) : (['batched'] as const);
+    if (baselineManifest) {
+      baseline = await load(options.baselineModelDir!, baselineManifest);
+      await baseline.step(promptIds(tokenizer, 16, 99), baseline.emptyCache());
+      log(`loaded the baseline ${options.baselineModelDir} (format ${baselineManifest.format})`);
+    }
+    const curves: Record<Mode, CurvePoint[]> = { batched: [], unbatched: [], baseline: [] };
+    const modes: Mode[] = [...(options.unbatched ? (['unbatched'] as const) : []), ...(baseline ? (['baseline'] as const) : []), 'batched'];
     for (const sequences of options.concurrency) {
       const prompts = Array.from({ length: sequences }, (_, index) => promptIds(tokenizer, options.promptTokens, index));
       for (const mode of modes) {
         const rss = new RssPeak();
         rss.start();
         const figures =
-          mode === 'batched'
-            ? await measureBatched(model, prompts, options.decodeTokens)
-            : await measureUnbatched(model, prompts, options.decodeTokens);
+          mode === 'unbatched'
+            ? await measureUnbatched(model, prompts, options.decodeTokens)
+            : await measureBatched(mode === 'baseline' ? baseline! : model, prompts, options.decodeTokens);
         const point: CurvePoint = { concurrency: sequences, ...figures, rss_mb: megabytes(rss.stop()) };
         curves[mode].push(point);
         log(`${mode} ${sequences} sequence(s): ${JSON.stringify(point)}`);
@@ -212,6 +224,7 @@ export async function runInferBenchmark(options: InferBenchmarkOptions) {
     const batched1 = curves.batched[0]?.decode_tokens_per_s ?? 0;
     return {
       model: manifest.name,
+      model_format: manifest.format,
       parameters: manifest.parameters,
       execution_provider: model.executionProvider,
       threads: options.threads,
@@ -221,12 +234,16 @@ export async function runInferBenchmark(options: InferBenchmarkOptions) {
       rss_mb: { before_load: megabytes(before), after_load: megabytes(loaded) },
       curve: curves.batched,
       ...(options.unbatched ? { unbatched_curve: curves.unbatched } : {}),
+      ...(baselineManifest
+        ? { baseline: { model_dir: options.baselineModelDir, model_format: baselineManifest.format, curve: curves.baseline } }
+        : {}),
       speedup_over_first: curves.batched.map((point) => ({
         concurrency: point.concurrency,
         times: batched1 > 0 ? round(point.decode_tokens_per_s / batched1, 2) : null,
       })),
     };
   } finally {
+    await baseline?.close();
     await model.close();
   }
 }

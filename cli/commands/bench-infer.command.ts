@@ -5,11 +5,13 @@ import { runInferBenchmark } from '../../bench/infer-benchmark.js';
 import { integerFlag, parseFlags } from '../arguments.js';
 import { UsageError } from '../command.js';
 import { preparedModelDir } from './model.command.js';
+import { manifestFileName } from '../../gpu/infer/model-files.js';
 
 /** `longhaul bench infer`: registered in bench.command.ts's table of benchmarks. */
 export const inferBenchmark = {
   summary: 'policy inference: total decode tokens/s, step time and RSS against concurrent sequences (continuous batching)',
-  usage: `longhaul bench infer [--model-dir DIR] [--tiny] [--prompt-tokens N] [--decode-tokens N] [--concurrency 1,2,4,8,16,32] [--unbatched] [--json]
+  usage: `longhaul bench infer [--model-dir DIR] [--tiny] [--prompt-tokens N] [--decode-tokens N] [--concurrency 1,2,4,8,16,32] [--unbatched]
+                     [--baseline-model-dir DIR] [--json]
 
   Uses the prepared SmolLM2-135M-Instruct (longhaul model prepare --no-publish builds it) unless --model-dir
   or --tiny. Threads and execution provider come from LONGHAUL_ONNX_THREADS / LONGHAUL_ONNX_EXECUTION_PROVIDER.
@@ -21,6 +23,9 @@ export const inferBenchmark = {
   --concurrency LIST  comma-separated numbers of concurrent sequences (default 1,2,4,8,16,32)
   --unbatched         also measure each point without batching (one session run per sequence and token,
                       as before continuous batching), side by side in the same run: "unbatched_curve"
+  --baseline-model-dir DIR
+                      also measure the batched curve of a second prepared folder (e.g. one prepared by an
+                      older version, format 2), point by point in the same run: "baseline":{"curve":[…]}
   --json              last line: {"curve":[{"concurrency","decode_tokens_per_s","p50_step_ms","p50_token_interval_ms",
                       "decode_cpu_ms_per_token","prefill_tokens_per_s","rss_mb"}],"unbatched_curve":[…],"load_average",…}`,
   async run(args: string[]): Promise<number> {
@@ -31,6 +36,7 @@ export const inferBenchmark = {
       'decode-tokens': { type: 'string' },
       concurrency: { type: 'string' },
       unbatched: { type: 'boolean' },
+      'baseline-model-dir': { type: 'string' },
       json: { type: 'boolean' },
     });
     const concurrency = (values.concurrency ?? '1,2,4,8,16,32')
@@ -44,6 +50,9 @@ export const inferBenchmark = {
       throw new UsageError(
         `--model-dir: "${modelDir}" does not exist (run longhaul model prepare${values.tiny ? ' --tiny' : ''} --no-publish)`,
       );
+    const baselineModelDir = values['baseline-model-dir'] === undefined ? undefined : path.resolve(values['baseline-model-dir']);
+    if (baselineModelDir !== undefined && !fs.existsSync(path.join(baselineModelDir, manifestFileName)))
+      throw new UsageError(`--baseline-model-dir: "${baselineModelDir}" is not a prepared model folder (no ${manifestFileName})`);
     const result = await runInferBenchmark({
       modelDir,
       concurrency,
@@ -52,6 +61,7 @@ export const inferBenchmark = {
       promptTokens,
       decodeTokens,
       unbatched: values.unbatched === true,
+      baselineModelDir,
       log: (line) => console.error(line),
     });
     console.log(JSON.stringify(result));
