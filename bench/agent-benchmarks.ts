@@ -24,7 +24,7 @@ import { trajectoryWorkflowType } from '../workflows/contracts/trajectory.contra
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import type { BlobStore } from '../activities/ports/blob-store.port.js';
 import type { PolicyBackend } from '../activities/ports/policy.port.js';
-import type { ToolActivities } from '../workflows/contracts/tools.contract.js';
+import type { LocalToolRunner, ToolActivities } from '../workflows/contracts/tools.contract.js';
 import { connectClient } from '../infra/temporal/connection.js';
 import { temporalService } from '../infra/services/temporal.service.js';
 import proto from '@temporalio/proto';
@@ -52,8 +52,10 @@ export interface TemporalRun {
 
 /** What `--compare` runs beside the defaults, in the same invocation (docs/BENCHMARKS.md). */
 export const overheadVariants = {
+  tools_queue:
+    "the stack's server, every turn's tools on the tools queue (trajectory option localTools: false): the path before local tools",
   stock_server:
-    "a throwaway dev server with Temporal's stock dynamic config (history.transferProcessorMaxPollRPS 20), otherwise as `longhaul up` starts it",
+    "a throwaway dev server with Temporal's stock dynamic config (history.transferProcessorMaxPollRPS 20), otherwise as `longhaul up` starts it, and tools on the tools queue: the path before both changes",
 } as const;
 export type OverheadVariant = keyof typeof overheadVariants;
 
@@ -214,7 +216,9 @@ export async function runOverheadBenchmark(
 
     const baselineP50 = percentile(baseline, 50);
     const client = await services.client();
-    const trajectoryOnce = (target: Config, targetClient: Client, name: string) =>
+    // The scripted tools stand for search and document reads on the stack's Postgres: local, as those are by default.
+    const localTools = { runTools: tools.runTools, runsLocally: () => true };
+    const trajectoryOnce = (target: Config, targetClient: Client, name: string, local: boolean) =>
       runTrajectoryThroughTemporal({
         config: target,
         stackHome: config.home,
@@ -223,22 +227,24 @@ export async function runOverheadBenchmark(
         pool,
         policy,
         tools,
+        localTools: local ? localTools : undefined,
         prefix: `${prefix}${name}-`,
         question,
         turns,
         baselineP50,
         log,
       });
-    const main = await trajectoryOnce(config, client, 'temporal');
+    const main = await trajectoryOnce(config, client, 'temporal', true);
     const variants: Partial<Record<OverheadVariant, TemporalRun>> = {};
     for (const variant of options.compare ?? []) {
       log(`variant ${variant}: ${overheadVariants[variant]}`);
-      if (variant === 'stock_server') {
+      if (variant === 'tools_queue') variants[variant] = await trajectoryOnce(config, client, variant, false);
+      else {
         const stock = await startStockServer(config);
         try {
           const stockClient = await connectClient(stock.config, blobs);
           try {
-            variants[variant] = await trajectoryOnce(stock.config, stockClient, variant);
+            variants[variant] = await trajectoryOnce(stock.config, stockClient, variant, false);
           } finally {
             await stockClient.connection.close();
           }
@@ -277,6 +283,8 @@ interface TrajectoryRunInput {
   readonly pool: pg.Pool;
   readonly policy: PolicyBackend;
   readonly tools: Pick<ToolActivities, 'runTools'>;
+  /** The agent worker's local tools; absent: the trajectory keeps every turn on the tools queue (localTools: false). */
+  readonly localTools: LocalToolRunner | undefined;
   readonly prefix: string;
   readonly question: string;
   readonly turns: number;
@@ -289,13 +297,29 @@ async function runTrajectoryThroughTemporal(run: TrajectoryRunInput): Promise<Te
   const { config, client, prefix, turns } = run;
   run.log(`temporal: ${turns} turns through the trajectory workflow at ${config.temporal.address}…`);
   const before = cpuSnapshot(run.stackHome, config.home);
-  const agent = await createInProcessAgent({ config, blobs: run.blobs, pool: run.pool, backend: run.policy, tools: run.tools, prefix });
+  const agent = await createInProcessAgent({
+    config,
+    blobs: run.blobs,
+    pool: run.pool,
+    backend: run.policy,
+    tools: run.tools,
+    ...(run.localTools ? { localTools: run.localTools } : {}),
+    prefix,
+  });
   const workflowId = `${prefix}trajectory`;
   await agent.run(() =>
     client.workflow.execute(trajectoryWorkflowType, {
       taskQueue: taskQueueName('agent', prefix),
       workflowId,
-      args: [{ question: run.question, answers: ['done'], dataset: 'bench', limits: { maxTurns: turns } }],
+      args: [
+        {
+          question: run.question,
+          answers: ['done'],
+          dataset: 'bench',
+          limits: { maxTurns: turns },
+          options: { localTools: run.localTools !== undefined },
+        },
+      ],
     }),
   );
   const after = cpuSnapshot(run.stackHome, config.home);
