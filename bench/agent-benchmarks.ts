@@ -8,6 +8,8 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
+import net from 'node:net';
+import type pg from 'pg';
 import { createTurnGenerator, createTurnToolActivities } from '../activities/agent/agent-turn.activities.js';
 import { createFinishActivities } from '../activities/agent/finish.activities.js';
 import { createScriptedPolicy } from '../test/doubles/scripted-policy.js';
@@ -19,7 +21,12 @@ import { repoRoot } from '../infra/paths.js';
 import { runningPid } from '../infra/services/processes.js';
 import { taskQueueName } from '../workflows/contracts/queues.js';
 import { trajectoryWorkflowType } from '../workflows/contracts/trajectory.contract.js';
-import type { WorkflowHandle } from '@temporalio/client';
+import type { Client, WorkflowHandle } from '@temporalio/client';
+import type { BlobStore } from '../activities/ports/blob-store.port.js';
+import type { PolicyBackend } from '../activities/ports/policy.port.js';
+import type { LocalToolRunner, ToolActivities } from '../workflows/contracts/tools.contract.js';
+import { connectClient } from '../infra/temporal/connection.js';
+import { temporalService } from '../infra/services/temporal.service.js';
 import proto from '@temporalio/proto';
 import type { GenerateTurnInput } from '../workflows/contracts/agent-turn.contract.js';
 
@@ -28,6 +35,29 @@ const percentile = (values: number[], p: number) => {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
 };
 const round = (value: number, digits = 2) => Number(value.toFixed(digits));
+
+/** One trajectory through Temporal: its per-turn times, history and where the time went. */
+export interface TemporalRun {
+  temporal_per_turn_ms_p50: number;
+  temporal_per_turn_ms_p95: number;
+  per_turn_overhead_ms_p50: number;
+  history_bytes: number;
+  history_events: number;
+  /** Where a turn's time goes: p50 ms of each step between consecutive history events (DESIGN §5). */
+  breakdown_ms_p50: Record<string, number>;
+  workflow_tasks_per_turn: number;
+  /** CPU milliseconds per turn of each process on the path. */
+  cpu_ms_per_turn: CpuPerTurn;
+}
+
+/** What `--compare` runs beside the defaults, in the same invocation (docs/BENCHMARKS.md). */
+export const overheadVariants = {
+  tools_queue:
+    "the stack's server, every turn's tools on the tools queue (trajectory option localTools: false): the path before local tools",
+  stock_server:
+    "a throwaway dev server with Temporal's stock dynamic config (history.transferProcessorMaxPollRPS 20), otherwise as `longhaul up` starts it, and tools on the tools queue: the path before both changes",
+} as const;
+export type OverheadVariant = keyof typeof overheadVariants;
 
 export interface OverheadResult {
   turns: number;
@@ -43,6 +73,8 @@ export interface OverheadResult {
   workflow_tasks_per_turn: number;
   /** CPU milliseconds per turn of each process on the path, baseline and Temporal phases apart. */
   cpu_ms_per_turn: { baseline: CpuPerTurn; temporal: CpuPerTurn };
+  /** With --compare: the same trajectory under each variant, run after the defaults in this invocation. */
+  variants?: Partial<Record<OverheadVariant, TemporalRun>>;
   /** /proc/loadavg when the run started: a loaded machine inflates every figure. */
   loadavg: string;
 }
@@ -54,10 +86,13 @@ interface CpuPerTurn {
   blob_store: number | null;
 }
 
-/** CPU time so far (ms) of this process and of the stack's Temporal server and blob store, when they run here. */
-function cpuSnapshot(home: string) {
-  const ofPid = (name: string) => {
-    const pid = runningPid(home, name);
+/**
+ * CPU time so far (ms) of this process and of the stack's Temporal server and blob store, when they
+ * run here; `serverHome` is the home of the Temporal server measured (another one for a variant's).
+ */
+function cpuSnapshot(home: string, serverHome = home) {
+  const ofPid = (name: string, where = home) => {
+    const pid = runningPid(where, name);
     if (pid === undefined) return null;
     try {
       const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
@@ -67,7 +102,7 @@ function cpuSnapshot(home: string) {
     }
   };
   const own = process.cpuUsage();
-  return { benchmark: (own.user + own.system) / 1000, temporal_server: ofPid('temporal'), blob_store: ofPid('s3') };
+  return { benchmark: (own.user + own.system) / 1000, temporal_server: ofPid('temporal', serverHome), blob_store: ofPid('s3') };
 }
 
 function cpuPerTurn(before: ReturnType<typeof cpuSnapshot>, after: ReturnType<typeof cpuSnapshot>, turns: number): CpuPerTurn {
@@ -109,7 +144,17 @@ export function historyBreakdown(events: readonly HistoryEvent[]): { breakdown: 
   return { breakdown, workflowTasks };
 }
 
-export async function runOverheadBenchmark(config: Config, turns: number, log: (line: string) => void): Promise<OverheadResult> {
+export interface OverheadOptions {
+  /** Variants to run after the defaults, side by side in this invocation. */
+  readonly compare?: readonly OverheadVariant[];
+}
+
+export async function runOverheadBenchmark(
+  config: Config,
+  turns: number,
+  log: (line: string) => void,
+  options: OverheadOptions = {},
+): Promise<OverheadResult> {
   const services = openServices(config, { poolSize: 4 });
   const { blobs, pool } = services;
   const prefix = `bench-overhead-${randomUUID().slice(0, 8)}-`;
@@ -152,6 +197,7 @@ export async function runOverheadBenchmark(config: Config, turns: number, log: (
       if (result.action.kind === 'tools') await runTurnTools({ trajectoryId: baselineId, turn, maxObservationChars: 5000 });
       baseline.push(performance.now() - startedAt);
     }
+    const baselineCpuEnd = cpuSnapshot(config.home);
     await finishTrajectory({
       trajectoryId: baselineId,
       question,
@@ -168,45 +214,175 @@ export async function runOverheadBenchmark(config: Config, turns: number, log: (
       rewardMetric: 'f1',
     });
 
-    const temporalCpu = cpuSnapshot(config.home);
-    log(`temporal: ${turns} turns through the trajectory workflow…`);
-    const client = await services.client();
-    const agent = await createInProcessAgent({ config, blobs, pool, backend: policy, tools, prefix });
-    const workflowId = `${prefix}temporal`;
-    await agent.run(() =>
-      client.workflow.execute(trajectoryWorkflowType, {
-        taskQueue: taskQueueName('agent', prefix),
-        workflowId,
-        args: [{ question, answers: ['done'], dataset: 'bench', limits: { maxTurns: turns } }],
-      }),
-    );
-    const temporalCpuEnd = cpuSnapshot(config.home);
-    const history = await client.workflow.getHandle(workflowId).fetchHistory();
-    const described = await client.workflow.getHandle(workflowId).describe();
-    const { breakdown, workflowTasks } = historyBreakdown(history.events ?? []);
-    const scheduled = (history.events ?? [])
-      .filter((event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'generateTurn')
-      .map((event) => Number(event.eventTime?.seconds ?? 0) * 1000 + (event.eventTime?.nanos ?? 0) / 1e6);
-    const temporal = scheduled.slice(1).map((time, index) => time - scheduled[index]!);
     const baselineP50 = percentile(baseline, 50);
-    const temporalP50 = percentile(temporal, 50);
+    const client = await services.client();
+    // The scripted tools stand for search and document reads on the stack's Postgres: local, as those are by default.
+    const localTools = { runTools: tools.runTools, runsLocally: () => true };
+    const trajectoryOnce = (target: Config, targetClient: Client, name: string, local: boolean) =>
+      runTrajectoryThroughTemporal({
+        config: target,
+        stackHome: config.home,
+        client: targetClient,
+        blobs,
+        pool,
+        policy,
+        tools,
+        localTools: local ? localTools : undefined,
+        prefix: `${prefix}${name}-`,
+        question,
+        turns,
+        baselineP50,
+        log,
+      });
+    const main = await trajectoryOnce(config, client, 'temporal', true);
+    const variants: Partial<Record<OverheadVariant, TemporalRun>> = {};
+    for (const variant of options.compare ?? []) {
+      log(`variant ${variant}: ${overheadVariants[variant]}`);
+      if (variant === 'tools_queue') variants[variant] = await trajectoryOnce(config, client, variant, false);
+      else {
+        const stock = await startStockServer(config);
+        try {
+          const stockClient = await connectClient(stock.config, blobs);
+          try {
+            variants[variant] = await trajectoryOnce(stock.config, stockClient, variant, false);
+          } finally {
+            await stockClient.connection.close();
+          }
+        } finally {
+          await stock.stop();
+        }
+      }
+    }
     return {
       turns,
       baseline_per_turn_ms_p50: round(baselineP50),
-      temporal_per_turn_ms_p50: round(temporalP50),
-      temporal_per_turn_ms_p95: round(percentile(temporal, 95)),
-      per_turn_overhead_ms_p50: round(temporalP50 - baselineP50),
-      ratio_p50: round(temporalP50 / baselineP50),
-      history_bytes: described.historySize ?? 0,
-      history_events: described.historyLength,
-      breakdown_ms_p50: breakdown,
-      workflow_tasks_per_turn: round(workflowTasks / turns),
-      cpu_ms_per_turn: { baseline: cpuPerTurn(baselineCpu, temporalCpu, turns), temporal: cpuPerTurn(temporalCpu, temporalCpuEnd, turns) },
+      temporal_per_turn_ms_p50: main.temporal_per_turn_ms_p50,
+      temporal_per_turn_ms_p95: main.temporal_per_turn_ms_p95,
+      per_turn_overhead_ms_p50: main.per_turn_overhead_ms_p50,
+      ratio_p50: round(main.temporal_per_turn_ms_p50 / baselineP50),
+      history_bytes: main.history_bytes,
+      history_events: main.history_events,
+      breakdown_ms_p50: main.breakdown_ms_p50,
+      workflow_tasks_per_turn: main.workflow_tasks_per_turn,
+      cpu_ms_per_turn: { baseline: cpuPerTurn(baselineCpu, baselineCpuEnd, turns), temporal: main.cpu_ms_per_turn },
+      ...(options.compare?.length ? { variants } : {}),
       loadavg,
     };
   } finally {
     await services.close();
   }
+}
+
+interface TrajectoryRunInput {
+  /** The Temporal server to run on (the stack's, or a variant's). */
+  readonly config: Config;
+  /** LONGHAUL_HOME of the stack (its blob store's CPU is measured). */
+  readonly stackHome: string;
+  readonly client: Client;
+  readonly blobs: BlobStore;
+  readonly pool: pg.Pool;
+  readonly policy: PolicyBackend;
+  readonly tools: Pick<ToolActivities, 'runTools'>;
+  /** The agent worker's local tools; absent: the trajectory keeps every turn on the tools queue (localTools: false). */
+  readonly localTools: LocalToolRunner | undefined;
+  readonly prefix: string;
+  readonly question: string;
+  readonly turns: number;
+  readonly baselineP50: number;
+  readonly log: (line: string) => void;
+}
+
+/** One scripted trajectory through the real workflow and in-process workers on `config`'s server, read back from its history. */
+async function runTrajectoryThroughTemporal(run: TrajectoryRunInput): Promise<TemporalRun> {
+  const { config, client, prefix, turns } = run;
+  run.log(`temporal: ${turns} turns through the trajectory workflow at ${config.temporal.address}…`);
+  const before = cpuSnapshot(run.stackHome, config.home);
+  const agent = await createInProcessAgent({
+    config,
+    blobs: run.blobs,
+    pool: run.pool,
+    backend: run.policy,
+    tools: run.tools,
+    ...(run.localTools ? { localTools: run.localTools } : {}),
+    prefix,
+  });
+  const workflowId = `${prefix}trajectory`;
+  await agent.run(() =>
+    client.workflow.execute(trajectoryWorkflowType, {
+      taskQueue: taskQueueName('agent', prefix),
+      workflowId,
+      args: [
+        {
+          question: run.question,
+          answers: ['done'],
+          dataset: 'bench',
+          limits: { maxTurns: turns },
+          options: { localTools: run.localTools !== undefined },
+        },
+      ],
+    }),
+  );
+  const after = cpuSnapshot(run.stackHome, config.home);
+  const handle = client.workflow.getHandle(workflowId);
+  const history = await handle.fetchHistory();
+  const described = await handle.describe();
+  const { breakdown, workflowTasks } = historyBreakdown(history.events ?? []);
+  const scheduled = (history.events ?? [])
+    .filter((event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'generateTurn')
+    .map(eventMs);
+  const perTurn = scheduled.slice(1).map((time, index) => time - scheduled[index]!);
+  const p50 = percentile(perTurn, 50);
+  return {
+    temporal_per_turn_ms_p50: round(p50),
+    temporal_per_turn_ms_p95: round(percentile(perTurn, 95)),
+    per_turn_overhead_ms_p50: round(p50 - run.baselineP50),
+    history_bytes: described.historySize ?? 0,
+    history_events: described.historyLength,
+    breakdown_ms_p50: breakdown,
+    workflow_tasks_per_turn: round(workflowTasks / turns),
+    cpu_ms_per_turn: cpuPerTurn(before, after, turns),
+  };
+}
+
+/**
+ * A second embedded dev server, started for this run only, with Temporal's stock dynamic config and
+ * otherwise the flags `longhaul up` gives (SQLite file with WAL, search attributes), on free ports,
+ * under its own home inside LONGHAUL_HOME; stop() removes it again.
+ */
+async function startStockServer(config: Config): Promise<{ config: Config; stop: () => Promise<void> }> {
+  const home = path.join(config.home, 'bench-stock-server');
+  fs.rmSync(home, { recursive: true, force: true });
+  const [port, uiPort] = [await freePort(), await freePort()];
+  const stockConfig: Config = {
+    ...config,
+    home,
+    temporal: { ...config.temporal, embedded: true, port, uiPort, address: `127.0.0.1:${port}` },
+  };
+  const service = temporalService(stockConfig, { dynamicConfig: {} });
+  try {
+    await service.start();
+  } catch (error) {
+    fs.rmSync(home, { recursive: true, force: true });
+    throw error;
+  }
+  return {
+    config: stockConfig,
+    stop: async () => {
+      await service.stop();
+      fs.rmSync(home, { recursive: true, force: true });
+    },
+  };
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
 }
 
 export interface ConcurrencyResult {

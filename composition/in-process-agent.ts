@@ -29,7 +29,7 @@ import {
 } from './queue-activities.js';
 import type { ContaminationLookup } from '../activities/synthesis/synthesis.activities.js';
 import { taskQueueName, type QueueRole } from '../workflows/contracts/queues.js';
-import type { ToolActivities } from '../workflows/contracts/tools.contract.js';
+import type { LocalToolRunner, ToolActivities } from '../workflows/contracts/tools.contract.js';
 import { workflowBundlePath } from '../infra/paths.js';
 
 export interface InProcessAgentOptions {
@@ -38,6 +38,11 @@ export interface InProcessAgentOptions {
   readonly pool: pg.Pool;
   readonly backend: PolicyBackend;
   readonly tools: Pick<ToolActivities, 'runTools'>;
+  /**
+   * The turn tools the agent worker runs as local activities (production: search and document reads
+   * on the stack's Postgres). @default none: every turn goes to the tools queue
+   */
+  readonly localTools?: LocalToolRunner;
   /** Queue prefix; the workflows' sibling queues share it. */
   readonly prefix: string;
   /** Which roles to run here (default all three). */
@@ -71,6 +76,7 @@ export async function createInProcessAgent(options: InProcessAgentOptions): Prom
       evaluation: { evaluations: createPgEvaluationStore(pool), corpusVersion: () => searchCorpusVersion(pool) },
       synthesis: synthesisDependencies(pool, blobs, options.contamination),
       schedules: scheduleStores(pool, createPgPolicyVersionStore(pool)),
+      ...(options.localTools ? { localTools: { tools: options.localTools, observations: createPgFrozenObservationStore(pool) } } : {}),
     }),
     'gpu-infer': inferenceQueueActivities({ blobs, backend, weightSync: options.weightSync ?? noWeightSync() }),
     tools: toolsQueueActivities({ blobs, tools, observations: createPgFrozenObservationStore(pool) }),

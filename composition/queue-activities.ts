@@ -3,7 +3,11 @@
  * (workers/*.worker.ts, via `workerActivities`) and the in-process workers of tests and benchmarks
  * (in-process-agent.ts) register the same sets, so a queue never serves a different API in process.
  */
-import { createGenerateTurnActivities, createTurnToolActivities } from '../activities/agent/agent-turn.activities.js';
+import {
+  createGenerateTurnActivities,
+  createLocalTurnToolActivities,
+  createTurnToolActivities,
+} from '../activities/agent/agent-turn.activities.js';
 import { createFinishActivities } from '../activities/agent/finish.activities.js';
 import { createBufferActivities } from '../activities/buffer.activities.js';
 import { createHealthActivities } from '../activities/health.activities.js';
@@ -43,7 +47,7 @@ import { enginePython } from '../infra/services/binaries.js';
 import { openSearchDatabase } from '../infra/search/open.js';
 import { createPgToolCallStore } from '../infra/search/tool-call-store.pg.js';
 import type { QueueRole } from '../workflows/contracts/queues.js';
-import type { ToolActivities } from '../workflows/contracts/tools.contract.js';
+import type { LocalToolRunner, ToolActivities } from '../workflows/contracts/tools.contract.js';
 import { cliBenchmarkRunner, repositoryCommit } from './benchmark-runner.js';
 import { createConfiguredBackend, lazyBackend, versionCacheDir } from './policy-backend.js';
 import { openServices } from './services.js';
@@ -75,6 +79,8 @@ export function agentQueueActivities(deps: {
     runBenchmark: BenchmarkRunner;
     commit: () => string;
   };
+  /** The turn tools the trajectory workflow runs here as local activities (absent: every turn goes to the tools queue). */
+  localTools?: { tools: LocalToolRunner; observations?: FrozenObservationStore | undefined };
 }) {
   return {
     ...(deps.evaluation ? createEvaluationActivities({ blobs: deps.blobs, judge: deps.judge, ...deps.evaluation }) : {}),
@@ -85,7 +91,22 @@ export function agentQueueActivities(deps: {
     ...createFinishActivities({ blobs: deps.blobs, trajectories: deps.trajectories, ...(deps.judge ? { judge: deps.judge } : {}) }),
     ...createLearnerActivities({ blobs: deps.blobs }),
     ...createBufferActivities({ buffer: deps.buffer }),
+    ...createLocalTurnToolActivities({ blobs: deps.blobs, tools: deps.localTools?.tools, observations: deps.localTools?.observations }),
   };
+}
+
+/**
+ * The agent worker's local tool runner: the tools worker's registry (same limits per process), cache
+ * and call records, over `pool`; only calls whose tool declares them local run through it.
+ */
+export function localToolRunner(settings: Config, pool: pg.Pool): { runner: LocalToolRunner; close: () => Promise<void> } {
+  const built = buildToolRegistry(settings, pool);
+  const tools = createToolActivities({
+    registry: built.registry,
+    store: createPgToolCallStore(pool),
+    cacheTtlMs: settings.tools.cacheTtlSeconds * 1000,
+  });
+  return { runner: { runTools: tools.runTools, runsLocally: (call) => built.registry.runsLocally(call) }, close: built.close };
 }
 
 /** gpu-infer: generation (a turn, or a raw request), the backend's capabilities, and weight sync. */
@@ -132,9 +153,24 @@ export async function workerActivities(role: QueueRole, settings: Config, blobs:
       // The evaluation sets under LONGHAUL_DATA_ROOT, indexed on the first contamination check.
       const synthesis = synthesisDependencies(services.pool, blobs, () => loadContaminationIndex(settings.dataRoot));
       const schedules = scheduleStores(services.pool, services.versions);
+      const local = localToolRunner(settings, services.pool);
+      const localTools = { tools: local.runner, observations: createPgFrozenObservationStore(services.pool) };
       return {
-        activities: agentQueueActivities({ blobs, trajectories, skeletonSteps, buffer, judge, evaluation, synthesis, schedules }),
-        close: () => services.close(),
+        activities: agentQueueActivities({
+          blobs,
+          trajectories,
+          skeletonSteps,
+          buffer,
+          judge,
+          evaluation,
+          synthesis,
+          schedules,
+          localTools,
+        }),
+        close: async () => {
+          await local.close();
+          await services.close();
+        },
       };
     }
     case 'gpu-infer': {

@@ -43,9 +43,12 @@ export function buildToolRegistry(settings: Config, pool: pg.Pool): BuiltTools {
   const { tools } = settings;
   const engine = searchEngine(settings, pool);
   const fetcher = tools.webFetch.enabled ? createHttpPageFetcher(tools.webFetch) : undefined;
+  // Full-text search is a query of the stack's own Postgres: search and document reads may run as local
+  // activities in the agent worker. Dense and hybrid engines call an embeddings server: the tools queue.
+  const localEngine = tools.searchEngine === 'fts';
   const plugins: AnyToolPlugin[] = [
-    createSearchTool(engine),
-    createAccessTool(engine, { pageChars: tools.accessPageChars, ...(fetcher ? { fetcher } : {}) }),
+    createSearchTool(engine, { localEngine }),
+    createAccessTool(engine, { pageChars: tools.accessPageChars, localEngine, ...(fetcher ? { fetcher } : {}) }),
     createAnswerTool(),
   ];
   if (tools.webSearch)

@@ -6,7 +6,7 @@
  *
  * | metric | type | from |
  * |---|---|---|
- * | longhaul_tool_calls{tool,outcome} | counter | runTurnTools: one per call; outcome ok, failed or invalid (success rate = ok / all) |
+ * | longhaul_tool_calls{tool,outcome} | counter | runTurnTools (tools queue) and runTurnToolsLocally (agent worker): one per call; outcome ok, failed or invalid (success rate = ok / all) |
  * | longhaul_tool_latency_seconds{tool} | histogram, s | runTurnTools: each call's latency as the tool registry measured it |
  * | longhaul_generated_tokens | counter | generateTurn: tokens generated (tokens/s = rate of it) |
  * | longhaul_generation_seconds | histogram, s | generateTurn: wall time of the activity |
@@ -125,8 +125,10 @@ export function workerMetricsInterceptor(): ActivityInterceptorsFactory {
       },
     };
     function record(activity: string, argument: unknown, result: unknown, seconds: number): void {
-      if (activity === 'runTurnTools' && Array.isArray(result)) {
-        for (const call of result as ToolSummary[]) {
+      // runTurnToolsLocally: the same calls, run as a local activity in the agent worker.
+      const local = activity === 'runTurnToolsLocally' && result && typeof result === 'object' ? (result as { results?: unknown }) : null;
+      if ((activity === 'runTurnTools' && Array.isArray(result)) || Array.isArray(local?.results)) {
+        for (const call of (local?.results ?? result) as ToolSummary[]) {
           const outcome = call.invalid ? 'invalid' : call.ok ? 'ok' : 'failed';
           metrics.toolCalls.add(1, { ...queue, tool: call.tool, outcome });
           metrics.toolLatency.record(call.latencyMs / 1000, { ...queue, tool: call.tool });

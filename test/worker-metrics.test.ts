@@ -75,7 +75,15 @@ test(
       const handle = await context.client.workflow.start(trajectoryWorkflowType, {
         taskQueue: context.queue('agent'),
         workflowId: `${prefix}traj`,
-        args: [{ question: 'script:{"turns":4,"answer":"Lima","tokenDelayMs":5} What is the capital of Peru?', answers: ['Lima'] }],
+        // localTools false: its searches go to the tools worker (whose endpoint is checked below); by default
+        // the agent worker runs them as local activities (checked at the end).
+        args: [
+          {
+            question: 'script:{"turns":4,"answer":"Lima","tokenDelayMs":5} What is the capital of Peru?',
+            answers: ['Lima'],
+            options: { localTools: false },
+          },
+        ],
       });
       // While it runs: the gpu-infer worker counts tokens as turns finish.
       await waitUntil(
@@ -124,6 +132,16 @@ test(
       }
       assert.ok(total(agent, 'temporal_workflow_completed') >= 1, 'the agent worker completed the workflow');
       assert.ok(total(tools, 'temporal_activity_execution_latency_count', 'activity_type="runTurnTools"') >= 3);
+
+      // By default the searches (full-text search on the stack's Postgres) run in the agent worker as local activities.
+      await context.client.workflow.execute(trajectoryWorkflowType, {
+        taskQueue: context.queue('agent'),
+        workflowId: `${prefix}traj-local`,
+        args: [{ question: 'script:{"turns":3,"answer":"Lima"} What is the capital of Peru?', answers: ['Lima'] }],
+      });
+      const agentAfter = await scrape(ports.agent);
+      assert.equal(total(agentAfter, 'longhaul_tool_calls', 'tool="search"'), 2, 'two searches, counted by the agent worker');
+      assert.equal(total(await scrape(ports.tools), 'longhaul_tool_calls', 'tool="search"'), 3, 'none more on the tools worker');
     } finally {
       for (const worker of workers) worker.kill('SIGKILL');
       await context.close();

@@ -13,12 +13,13 @@ import {
   isCancellation,
   patched,
   proxyActivities,
+  proxyLocalActivities,
   setCurrentDetails,
   setHandler,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { GenerateTurnActivities, TurnToolActivities } from '../activities/agent/agent-turn.activities.js';
+import type { GenerateTurnActivities, LocalTurnToolActivities, TurnToolActivities } from '../activities/agent/agent-turn.activities.js';
 import type { FinishActivities } from '../activities/agent/finish.activities.js';
 import type { GenerateTurnResult } from './contracts/agent-turn.contract.js';
 import { activityOptions } from './contracts/activity-options.js';
@@ -44,8 +45,14 @@ function activitiesFor(prefix: string) {
   const policy = proxyActivities<GenerateTurnActivities>(options.generate);
   const tools = proxyActivities<TurnToolActivities>(options.tools);
   const finish = proxyActivities<FinishActivities>(options.finish);
+  const local = proxyLocalActivities<LocalTurnToolActivities>(options.localTools);
   // Activity proxies have no own properties: pick the functions, don't spread the proxies.
-  return { generateTurn: policy.generateTurn, runTurnTools: tools.runTurnTools, finishTrajectory: finish.finishTrajectory };
+  return {
+    generateTurn: policy.generateTurn,
+    runTurnTools: tools.runTurnTools,
+    runTurnToolsLocally: local.runTurnToolsLocally,
+    finishTrajectory: finish.finishTrajectory,
+  };
 }
 
 function describeAction(result: GenerateTurnResult): string {
@@ -69,6 +76,14 @@ const reportFailurePatch = 'trajectory-report-failure';
  * a trajectory failed for good (found by `longhaul chaos`, issue 14).
  */
 const interruptFailurePatch = 'trajectory-interrupt-failure';
+
+/**
+ * Patch: a turn whose every tool call is local (the tool declares it cheap and on this machine) runs
+ * as a local activity in the agent worker, its result recorded in a marker, instead of a tools-queue
+ * activity: a turn becomes one workflow task and one activity task instead of two of each (issue 12).
+ * Other turns, and trajectories started earlier, use the tools queue.
+ */
+const localToolsPatch = 'trajectory-local-tools';
 
 /** A failure a retry could get past (not a refusal: invalid input, corrupt data). */
 function retryableActivityFailure(error: unknown): boolean {
@@ -218,13 +233,16 @@ async function episode(raw: TrajectoryInput): Promise<TrajectoryResult> {
       }
       const result = await generateWithInterrupts();
       const { action } = result;
-      if (action.kind === 'tools')
-        await act.runTurnTools({
+      if (action.kind === 'tools') {
+        const toolsInput = {
           trajectoryId,
           turn: state.turn,
           maxObservationChars: input.options.maxObservationChars,
           ...(input.frozenObservations ? { frozen: input.frozenObservations } : {}),
-        });
+        };
+        const ranLocally = input.options.localTools && patched(localToolsPatch) && (await act.runTurnToolsLocally(toolsInput)).local;
+        if (!ranLocally) await act.runTurnTools(toolsInput);
+      }
       const repeats = result.actionKey === state.lastActionKey ? state.repeats + 1 : 1;
       state = {
         ...state,

@@ -8,7 +8,7 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { BlobStore } from '../ports/blob-store.port.js';
 import { generatedTokenCount, type GenerateResult, type PolicyBackend } from '../ports/policy.port.js';
 import type { ParsedAction } from '../../workflows/contracts/trajectory.contract.js';
-import type { ToolActivities, ToolCall, ToolResult } from '../../workflows/contracts/tools.contract.js';
+import type { LocalToolRunner, ToolActivities, ToolCall, ToolResult } from '../../workflows/contracts/tools.contract.js';
 import type { FrozenObservations } from '../../workflows/contracts/trajectory.contract.js';
 import { errorTypes } from '../../workflows/contracts/errors.js';
 import type { FrozenObservationStore } from '../ports/frozen-observation-store.port.js';
@@ -16,6 +16,7 @@ import { defaultCacheKey } from '../tools/registry.js';
 import type {
   GenerateTurnInput,
   GenerateTurnResult,
+  LocalTurnToolsResult,
   RunTurnToolsInput,
   ToolCallSummary,
 } from '../../workflows/contracts/agent-turn.contract.js';
@@ -198,53 +199,90 @@ async function runFrozen(
   return results.map((result) => result!);
 }
 
+interface TurnToolDependencies {
+  blobs: BlobStore;
+  tools: Pick<ToolActivities, 'runTools'>;
+  observations?: FrozenObservationStore | undefined;
+}
+
+/**
+ * One turn's calls, run once: the turn's tools record (a blob) is the outcome, so a retry returns it.
+ * With `onlyIf`, nothing runs and null comes back unless the calls pass it (the local activity's test).
+ */
+async function runTurn(
+  { blobs, tools, observations }: TurnToolDependencies,
+  input: RunTurnToolsInput,
+  onlyIf?: (calls: readonly ToolCall[]) => boolean,
+): Promise<ToolCallSummary[] | null> {
+  const key = transcriptKeys.tools(input.trajectoryId, input.turn);
+  let record = await readJson<ToolsRecord>(blobs, key);
+  if (!record) {
+    const generation = await readJson<GenerationRecord>(blobs, transcriptKeys.generation(input.trajectoryId, input.turn));
+    if (!generation || generation.action.kind !== 'tools')
+      throw new Error(`turn ${input.turn} of ${input.trajectoryId} has no tool calls to run`);
+    const { frozen } = input;
+    if (onlyIf && ((frozen && !observations) || !onlyIf(generation.action.calls))) return null;
+    if (frozen && !observations)
+      throw ApplicationFailure.nonRetryable(
+        'runTurnTools: frozen observations were asked for and this tools worker has no store for them (build it with an observation store)',
+        errorTypes.invalidInput,
+      );
+    const results =
+      frozen && observations
+        ? await runFrozen(observations, tools, { ...input, frozen }, generation.action.calls)
+        : await tools.runTools({
+            key: `${input.trajectoryId}/turn-${input.turn}`,
+            calls: generation.action.calls,
+            maxObservationChars: input.maxObservationChars,
+          });
+    record = { turn: input.turn, results };
+    await writeJson(blobs, key, record);
+  }
+  return record.results.map((result) => ({
+    tool: result.tool,
+    ok: result.ok,
+    invalid: result.invalid,
+    truncated: result.truncated,
+    latencyMs: result.latencyMs,
+    cacheHit: result.cacheHit,
+    documentIds: result.documentIds.slice(0, 20),
+  }));
+}
+
 /** runTurnTools runs on the tools queue and wraps the tool registry's runTools (through the frozen observations when asked). */
-export function createTurnToolActivities({
+export function createTurnToolActivities(dependencies: TurnToolDependencies) {
+  return {
+    async runTurnTools(input: RunTurnToolsInput): Promise<ToolCallSummary[]> {
+      return (await runTurn(dependencies, input))!;
+    },
+  };
+}
+
+/**
+ * runTurnToolsLocally runs in the agent worker as a local activity (no task queue round trip, its
+ * result recorded in the workflow's history): a turn whose every call is local (`tools.runsLocally`)
+ * runs here, through the same runner, limits, cache, call records and turn record as on the tools
+ * queue; any other turn is left untouched and the workflow sends it to the tools queue. Without a
+ * runner (`tools` absent), every turn goes to the tools queue.
+ */
+export function createLocalTurnToolActivities({
   blobs,
   tools,
   observations,
 }: {
   blobs: BlobStore;
-  tools: Pick<ToolActivities, 'runTools'>;
+  tools?: LocalToolRunner | undefined;
   observations?: FrozenObservationStore | undefined;
 }) {
   return {
-    async runTurnTools(input: RunTurnToolsInput): Promise<ToolCallSummary[]> {
-      const key = transcriptKeys.tools(input.trajectoryId, input.turn);
-      let record = await readJson<ToolsRecord>(blobs, key);
-      if (!record) {
-        const generation = await readJson<GenerationRecord>(blobs, transcriptKeys.generation(input.trajectoryId, input.turn));
-        if (!generation || generation.action.kind !== 'tools')
-          throw new Error(`turn ${input.turn} of ${input.trajectoryId} has no tool calls to run`);
-        const { frozen } = input;
-        if (frozen && !observations)
-          throw ApplicationFailure.nonRetryable(
-            'runTurnTools: frozen observations were asked for and this tools worker has no store for them (build it with an observation store)',
-            errorTypes.invalidInput,
-          );
-        const results =
-          frozen && observations
-            ? await runFrozen(observations, tools, { ...input, frozen }, generation.action.calls)
-            : await tools.runTools({
-                key: `${input.trajectoryId}/turn-${input.turn}`,
-                calls: generation.action.calls,
-                maxObservationChars: input.maxObservationChars,
-              });
-        record = { turn: input.turn, results };
-        await writeJson(blobs, key, record);
-      }
-      return record.results.map((result) => ({
-        tool: result.tool,
-        ok: result.ok,
-        invalid: result.invalid,
-        truncated: result.truncated,
-        latencyMs: result.latencyMs,
-        cacheHit: result.cacheHit,
-        documentIds: result.documentIds.slice(0, 20),
-      }));
+    async runTurnToolsLocally(input: RunTurnToolsInput): Promise<LocalTurnToolsResult> {
+      if (!tools) return { local: false };
+      const results = await runTurn({ blobs, tools, observations }, input, (calls) => calls.every((call) => tools.runsLocally(call)));
+      return results ? { local: true, results } : { local: false };
     },
   };
 }
 
 export type GenerateTurnActivities = ReturnType<typeof createGenerateTurnActivities>;
 export type TurnToolActivities = ReturnType<typeof createTurnToolActivities>;
+export type LocalTurnToolActivities = ReturnType<typeof createLocalTurnToolActivities>;

@@ -12,6 +12,8 @@ export interface AccessToolOptions {
   readonly pageChars?: number;
   /** Fetcher for http(s) targets; without one, URLs are refused. */
   readonly fetcher?: PageFetcher;
+  /** Whether the engine's pages are on this machine (Postgres): then reading a document id may run as a local activity (a URL never does). @default false */
+  readonly localEngine?: boolean;
 }
 
 export function createAccessTool(engine: SearchEngine, options: AccessToolOptions = {}): ToolPlugin<AccessToolInput> {
@@ -27,6 +29,7 @@ export function createAccessTool(engine: SearchEngine, options: AccessToolOption
     inputSchema,
     successCriterion: 'the page exists and has text',
     cacheable: true,
+    runsLocally: (input) => (options.localEngine ?? false) && !/^https?:\/\//i.test(input.target),
     async execute(input, context) {
       const page = input.page ?? 1;
       if (/^https?:\/\//i.test(input.target)) return accessUrl(input.target, page, pageChars, options.fetcher, context?.signal);

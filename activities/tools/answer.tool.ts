@@ -10,6 +10,7 @@ export function createAnswerTool(): ToolPlugin<AnswerToolInput> {
     inputSchema: z.strictObject({ answer: z.string().trim().min(1).max(2000).describe('The final answer, short.') }),
     successCriterion: 'the answer is not empty',
     cacheable: false,
+    runsLocally: () => true,
     execute: async (input) => ({ observation: `Answer recorded: ${input.answer}` }),
     judge: (output) => output.observation.length > 'Answer recorded: '.length,
   };

@@ -4,7 +4,7 @@
  * the prompt, `execute`, and `judge` — how its success is decided from its output.
  */
 import { z } from 'zod';
-import type { ToolDescriptor } from '../../workflows/contracts/tools.contract.js';
+import type { ToolCall, ToolDescriptor } from '../../workflows/contracts/tools.contract.js';
 import { errorTypes, LonghaulError } from '../../workflows/contracts/errors.js';
 import type { ToolLimits } from './limits.js';
 
@@ -42,6 +42,12 @@ export interface ToolPlugin<Input = unknown> {
   judge(output: ToolOutput): boolean;
   /** The cache key of an input; default: its JSON with keys sorted and strings whitespace-normalised. */
   cacheKey?(input: Input): string;
+  /**
+   * Whether a call with this input is cheap and stays on this machine (a query of the stack's own
+   * Postgres, no remote service), so the agent worker may run it as a local activity instead of
+   * sending it to the tools queue (docs/BENCHMARKS.md). Absent: never (the tools queue).
+   */
+  runsLocally?(input: Input): boolean;
   /** The limits a tools worker applies to it (limits.ts); absent on a bare plug-in. */
   readonly limits?: ToolLimits;
 }
@@ -68,6 +74,17 @@ export class ToolRegistry {
 
   names(): string[] {
     return [...this.plugins.keys()];
+  }
+
+  /**
+   * Whether a call may run as a local activity in the agent worker: its tool says so for its input,
+   * or the call is malformed (unknown tool, input failing the schema: answered in memory, invalid).
+   */
+  runsLocally(call: ToolCall): boolean {
+    const plugin = this.plugins.get(call.tool);
+    if (!plugin) return true;
+    const parsed = plugin.inputSchema.safeParse(call.input);
+    return !parsed.success || (plugin.runsLocally?.(parsed.data) ?? false);
   }
 
   /** Descriptors for prompts and JSON function calling; unknown names are ignored. */

@@ -11,6 +11,8 @@ export interface SearchToolOptions {
   readonly maxK?: number;
   /** Each hit's text is cut to this many characters. @default 1000 */
   readonly hitChars?: number;
+  /** Whether the engine runs on this machine (Postgres full-text search): then a search may run as a local activity. @default false */
+  readonly localEngine?: boolean;
 }
 
 export function createSearchTool(engine: SearchEngine, options: SearchToolOptions = {}): ToolPlugin<SearchToolInput> {
@@ -32,6 +34,7 @@ export function createSearchTool(engine: SearchEngine, options: SearchToolOption
     inputSchema,
     successCriterion: 'at least one passage was found',
     cacheable: true,
+    runsLocally: () => options.localEngine ?? false,
     cacheKey: (input) => defaultCacheKey({ query: input.query.toLowerCase(), k: input.k ?? options.defaultK ?? 5 }),
     async execute(input) {
       const hits = await engine.search(input.query, input.k ?? options.defaultK ?? 5);

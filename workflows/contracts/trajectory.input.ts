@@ -12,6 +12,7 @@ import {
 } from './trajectory.contract.js';
 import {
   InputError,
+  booleanField,
   enumField,
   integerField,
   nestedField,
@@ -64,6 +65,7 @@ function parseOptions(value: Fields): TrajectoryOptions {
     'tools',
     'temperature',
     'seed',
+    'localTools',
   ]);
   const tools = stringListField(value, 'tools', { maxItems: 32, maxLength: 64, default: ['search', 'access', 'answer'] });
   if (!tools.includes('answer')) throw new InputError('tools', 'must include "answer" (the agent has to be able to finish)');
@@ -77,6 +79,7 @@ function parseOptions(value: Fields): TrajectoryOptions {
     tools,
     temperature: numberField(value, 'temperature', { min: 0, max: 5, default: 0 }),
     seed: integerField(value, 'seed', { min: 0, max: 2 ** 31 - 1, default: 0 }),
+    localTools: booleanField(value, 'localTools', true),
   };
 }
 

@@ -66,6 +66,13 @@ export function numberField(input: Fields, field: string, options: { min: number
   return value;
 }
 
+export function booleanField(input: Fields, field: string, fallback: boolean): boolean {
+  const value = input[field];
+  if (value === undefined) return fallback;
+  if (typeof value !== 'boolean') throw new InputError(field, `expected true or false, got ${JSON.stringify(value)?.slice(0, 60)}`);
+  return value;
+}
+
 export function enumField<T extends string>(input: Fields, field: string, allowed: readonly T[], fallback: T): T {
   const value = input[field];
   if (value === undefined) return fallback;
