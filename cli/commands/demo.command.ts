@@ -1,17 +1,19 @@
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Client } from '@temporalio/client';
 import { config } from '../../infra/config.js';
 import { buildDefaultCorpus } from '../../corpus/default-corpus.js';
-import { capitalQuestions } from '../../corpus/demo-questions.js';
 import { repoRoot } from '../../infra/paths.js';
 import { openServices } from '../../composition/services.js';
+import { loadQuestionSet } from '../../composition/question-sets.js';
+import { toQuestionRow } from '../../activities/question-sets/question-set.js';
 import { stackUp } from '../../infra/services/stack.js';
 import { workerService } from '../../infra/services/workers.service.js';
 import { parseRlHyperparameters, parseSftHyperparameters } from '../../gpu/train/train-step.schema.js';
+import { parseEvaluationInput } from '../../workflows/contracts/evaluation.input.js';
 import { parseLearnerSettings } from '../../workflows/contracts/learner.input.js';
 import { taskQueueName } from '../../workflows/contracts/queues.js';
+import { parseSynthesisRunInput } from '../../workflows/contracts/synthesis.input.js';
 import { parseTrajectoryInput } from '../../workflows/contracts/trajectory.input.js';
 import {
   learnerStateQuery,
@@ -20,84 +22,30 @@ import {
   type LearnerState,
   type QuestionRow,
 } from '../../workflows/contracts/learner.contract.js';
-import { trajectoryWorkflowType, type TrajectoryResult } from '../../workflows/contracts/trajectory.contract.js';
 import { warmStartWorkflowType, type WarmStartResult } from '../../workflows/contracts/warm-start.contract.js';
-import { integerFlag, parseFlags, rateFlag } from '../arguments.js';
-import type { Command } from '../command.js';
+import { parseFlags } from '../arguments.js';
+import { UsageError, type Command } from '../command.js';
 import { onInterrupt } from '../interrupt.js';
 import { followWorkflow } from '../follow-workflow.js';
 import { preflight } from '../preflight.js';
 import { progressBar } from '../progress.js';
 import { startVersionFlag } from '../start-version.js';
 import { followWarmStart } from './warm-start.command.js';
+import { resolveDataset } from './eval.command.js';
 import { describeProgress, pendingActivityProgress } from '../activity-progress.js';
 import { writeReport } from '../report/write-report.js';
-import { trajectoryMetadata } from '../../workflows/trajectory-child.js';
-
-interface Accuracy {
-  readonly questions: number;
-  readonly em: number;
-  readonly f1: number;
-  readonly answered: number;
-  readonly meanTurns: number;
-}
-
-/** The demo trains the last four of SmolLM2-135M's 30 layers and the final norm: fits 2 CPU cores. */
-const TRAINABLE = { mode: 'freeze', trainPatterns: ['layers\\.(2[6-9])\\.', 'norm\\.weight$'] };
-
-const TRAJECTORY = (maxTurns: number, maxNewTokens: number) => ({
-  limits: { maxTurns, maxNewTokensPerTurn: maxNewTokens, maxRepeats: 2 },
-  options: { maxObservationChars: 600 },
-});
-
-async function evaluate(
-  client: Client,
-  label: string,
-  questions: readonly QuestionRow[],
-  taskQueue: string,
-  runTag: string,
-  maxTurns: number,
-  maxNewTokens: number,
-): Promise<Accuracy> {
-  const bar = progressBar(label, questions.length);
-  let done = 0;
-  const results = await Promise.all(
-    questions.map(async (question, index) => {
-      const workflowId = `${runTag}-${label.replace(/\W+/g, '-')}-${index}`;
-      const result = (await client.workflow.execute(trajectoryWorkflowType, {
-        taskQueue,
-        workflowId,
-        ...trajectoryMetadata({
-          workflowId,
-          question: question.question,
-          questionId: question.id,
-          dataset: `demo-${label}`,
-          answers: question.answers,
-        }),
-        args: [
-          {
-            question: question.question,
-            answers: question.answers,
-            questionId: question.id,
-            dataset: `demo-${label}`,
-            ...TRAJECTORY(maxTurns, maxNewTokens),
-          },
-        ],
-      })) as TrajectoryResult;
-      bar.update(++done);
-      return result;
-    }),
-  );
-  bar.finish();
-  const mean = (values: number[]) => (values.length ? values.reduce((a, b) => a + b, 0) / values.length : 0);
-  return {
-    questions: questions.length,
-    em: mean(results.map((result) => result.rewardParts.em ?? 0)),
-    f1: mean(results.map((result) => result.rewardParts.f1 ?? 0)),
-    answered: results.filter((result) => result.answer !== null).length,
-    meanTurns: mean(results.map((result) => result.turns)),
-  };
-}
+import { createManifest, checkRunId, DemoPhases, newRunId, readManifest, startOrAttach, type DemoManifest } from '../demo/manifest.js';
+import { demoFlagOptions, demoPlan, presets, probeTrajectory, type DemoFlagValues, type DemoPlan } from '../demo/plan.js';
+import { inBand, pairedDifference, splitQuestions, type DemoSplit, type PairedDifference } from '../demo/split.js';
+import {
+  evaluate,
+  jsonl,
+  synthesize,
+  synthesizedRows,
+  type StageContext,
+  type StageEvaluation,
+  type SynthesizedSet,
+} from '../demo/stages.js';
 
 function runChild(args: string[]): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -122,6 +70,16 @@ async function restartInference(version: number): Promise<void> {
   await service.start();
 }
 
+function gitCommit(): string | undefined {
+  try {
+    return execFileSync('git', ['rev-parse', 'HEAD'], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'ignore'] })
+      .toString()
+      .trim();
+  } catch {
+    return undefined;
+  }
+}
+
 /** The flag behind each input field the demo's workflows get, for preflight refusals. */
 const demoFlags = {
   batchSize: 'batch',
@@ -131,83 +89,192 @@ const demoFlags = {
   'limits.maxTurns': 'max-turns',
   'limits.maxNewTokensPerTurn': 'max-new-tokens',
   'hyperparameters.learningRate': 'lr',
+  'trajectory.limits.maxTurns': 'max-turns',
+  'trajectory.limits.maxNewTokensPerTurn': 'max-new-tokens',
+  k: 'eval-k',
+  count: 'synth-count',
+  'settings.targetHops': 'hops',
+  'settings.targetFuzzes': 'fuzzes',
+  'settings.difficultySamples': 'difficulty-samples',
+  'settings.difficultyThreshold': 'difficulty-threshold',
+  seed: 'seed',
 };
+
+/** Every workflow input of the plan, checked by the parsers the workflows run (exit 2 naming the flag). */
+function checkPlan(plan: DemoPlan): void {
+  preflight(() => {
+    parseLearnerSettings(plan.rl.settings);
+    parseTrajectoryInput({ question: 'preflight', ...plan.rl.trajectory });
+    parseRlHyperparameters(plan.rl.hyperparameters, Number(plan.rl.settings.groupSize));
+    if (plan.warmStart.source === 'gold') parseSftHyperparameters(plan.warmStart.hyperparameters);
+    for (const hops of plan.synthesis.hops)
+      parseSynthesisRunInput({
+        datasetId: 'preflight',
+        count: plan.synthesis.candidatesPerHop,
+        seed: plan.synthesis.seed + hops,
+        settings: {
+          targetHops: hops,
+          targetFuzzes: plan.synthesis.fuzzes,
+          difficultySamples: plan.synthesis.difficultySamples,
+          difficultyThreshold: plan.synthesis.difficultyThreshold,
+        },
+      });
+    parseEvaluationInput({
+      resultId: 'preflight',
+      datasetKey: 'preflight',
+      dataset: 'preflight',
+      datasetVersion: 'preflight',
+      questions: 1,
+      k: plan.evaluation.k,
+      policyVersion: 0,
+      trajectory: plan.evaluation.trajectory,
+    });
+  }, demoFlags);
+}
+
+/** `--dataset FILE`: its rows, refused (exit 2 naming the flag) when it cannot serve the plan. */
+async function datasetRows(plan: DemoPlan): Promise<QuestionRow[]> {
+  const file = plan.datasetFile!;
+  const set = await loadQuestionSet(file).catch((error: unknown) => {
+    throw new UsageError(`--dataset: ${(error as Error).message}`);
+  });
+  const rows = set.items.map(toQuestionRow);
+  if (rows.length === 0) throw new UsageError(`--dataset: ${file} has no usable question (${set.skipped.length} rows skipped)`);
+  if (plan.warmStart.source === 'gold' && !rows.some((row) => row.goldTurns && row.goldTurns.length > 0))
+    throw new UsageError(
+      `--dataset: ${file} has no gold paths (no row has "goldTurns"), which the gold warm start replays; give a synthesized set (longhaul synth) or --warm-start none`,
+    );
+  const split = splitQuestions(rows, plan.split, plan.synthesis.seed);
+  if (split.heldOut.length === 0)
+    throw new UsageError(
+      `--heldout: the held-out set of ${file} would be empty (${rows.length} rows, ${split.contaminated.length} held-out questions overlap training ones); give a larger set`,
+    );
+  if (split.candidates.length === 0)
+    throw new UsageError(`--train-candidates: ${file} leaves no training question after ${split.heldOut.length} held-out; lower --heldout`);
+  return rows;
+}
+
+interface StageResult {
+  readonly stage: string;
+  readonly version: number;
+  readonly heldOut: StageEvaluation;
+  readonly references: readonly StageEvaluation[];
+}
+
+interface SplitRecord {
+  readonly heldOut: number;
+  readonly warmStart: number;
+  readonly candidates: number;
+  readonly unused: number;
+  readonly contaminated: DemoSplit['contaminated'];
+  readonly keys: { readonly heldOut: string; readonly warmStart: string; readonly candidates: string };
+}
+
+interface BandRecord {
+  readonly probed: number;
+  readonly kept: number;
+  readonly passRates: Readonly<Record<string, number>>;
+  readonly histogram: Readonly<Record<string, number>>;
+  readonly fallback: boolean;
+  readonly trainKey: string;
+  readonly seconds: number;
+}
+
+const pct = (value: number) => `${(value * 100).toFixed(1)}`;
+const interval = (bounds: readonly [number, number]) => `[${pct(bounds[0])}, ${pct(bounds[1])}]`;
 
 export const demoCommand: Command = {
   name: 'demo',
-  summary: 'the main job: corpus, SmolLM2-135M evaluation, warm start, async RL, evaluation again, report',
-  usage: `longhaul demo [--train-questions N] [--eval-questions N] [--steps N] [--batch N] [--group N]
-              [--max-turns N] [--max-new-tokens N] [--lr X]
-              [--no-warm-start] [--sft-questions N] [--sft-epochs N] [--sft-lr X] [--from-version N]
+  summary: 'the main job: synthesized questions, evaluation, warm start, learnable band, async RL, evaluation again, report',
+  usage: `longhaul demo [--full] [--json] [--run-id ID] [flags below]
+longhaul demo --resume RUN-ID [--json]
 
-From nothing, on a 2-core machine with no GPU: starts the stack, builds the default corpus and its
-knowledge base, prepares SmolLM2-135M-Instruct as policy version 0 (or continues from the latest
-version), makes a grounded question set (capitals, each stated by a corpus document, with a gold
-search-then-answer path), evaluates the policy on held-out questions, warm-starts it (the warmStart
-workflow: gold paths replayed through the real agent loop, kept when the reward confirms them,
-sftStep on the gpu-train queue) and evaluates again, runs async RL (the learner workflow with
-trajectory children and trainStep), evaluates a last time, and writes a report to
-LONGHAUL_HOME/reports/ (<run>.json, and <run>.html as \`longhaul report\` writes it). Every step
-is a durable workflow: watch them in the Web UI. Flags scale it up on a GPU.
+From nothing, on a 2-core machine with no GPU. Stages (each a durable workflow; watch them in the Web UI):
+  1. the stack, the default corpus and its knowledge base, SmolLM2-135M-Instruct as policy version 0
+     (or --from-version N)
+  2. data: the grounded synthesizer (synthesisRun, docs/SYNTHESIS.md) makes questions with proved
+     answers and gold search/access/answer paths, one run per hop count; they are split into a
+     held-out set, a warm-start set (its gold paths) and training candidates. Whole answer groups go
+     to one side, and every held-out question is checked against the trained ones with the
+     contamination index (equal text or ≥ 60 % shared word 6-grams): an overlapping one is dropped.
+  3. evaluation of the base policy (the evaluation workflow: Avg@k with a 95 % bootstrap interval)
+  4. warm start: SFT on the gold paths (the warmStart workflow), then evaluation again
+  5. the learnable band: k samples per training candidate at the RL temperature (T = 1) through
+     the evaluation workflow; RL trains on those with LOW < pass rate < HIGH (default 0 < p < 1),
+     since a question always or never solved gives a group with zero advantage
+  6. async RL (the learner workflow; rollouts sample at T = 1), then evaluation again
+  7. the RL gain: the paired difference RL − warm start per held-out question with its 95 %
+     bootstrap interval; the report (LONGHAUL_HOME/reports/<run>.html, its path printed last):
+     held-out accuracy per stage with intervals, tool calls per question and behaviour per version
 
-  --train-questions N  questions for RL (default 8)       --eval-questions N  held-out questions (default 6)
-  --steps N            training steps (default 2)          --batch N           trajectories per step (default 8)
-  --group N            samples per question (default 4)    --max-turns N       turns per trajectory (default 3)
-  --max-new-tokens N   tokens per generation (default 48)  --lr X              RL learning rate (default 2e-5)
-  --no-warm-start      skip the supervised warm start      --sft-questions N   gold paths (default 16)
-  --sft-epochs N       passes over them (default 6)        --sft-lr X          SFT learning rate (default 3e-4)
-  --from-version N     policy version to start from (default: the latest registered; 0 = the base model)`,
+Defaults (≤ 30 minutes here): 1-hop questions without fuzz, 36 candidates, 8 held-out, 12 warm-start
+and 12 training candidates, closed-book difficulty check with 4 samples (threshold 0.45: all 4 wrong),
+band probe k = 4, 2 RL steps of 8 trajectories (G = 4), ≤ 6 turns × 48 tokens, evaluation k = 1 greedy.
+--full: 1- and 2-hop questions with one fuzz, 150 candidates per hop count, ≥ 200 held-out
+(--heldout 200), 24 warm-start, 32 training candidates, 6 RL steps, ≤ 8 turns, and the outside
+reference sets of LONGHAUL_DATA_ROOT (Bamboogle, HotpotQA, 2Wiki, MuSiQue; --reference-limit 20 each)
+at every stage.
+
+Resumable: the run's plan and each finished phase are kept in LONGHAUL_HOME/demo-runs/<run>.json, and
+its workflows have ids derived from the run id. --resume RUN-ID skips the finished phases, re-attaches
+to a workflow that still runs (this process was killed) and restarts one that was stopped (Ctrl-C
+terminates them; an evaluation then keeps the questions it had scored).
+
+  --full                 the preset above             --json   end stdout with one JSON line (below)
+  --run-id ID            name the run (default demo-<time>)    --resume ID   continue run ID
+  --dataset FILE         a question-set file instead of synthesis (the gold warm start needs goldTurns)
+  --synth-count N        candidates per hop count (default ${presets.default.synthCount})
+  --hops LIST            hop counts, e.g. 1,2 (default 1)    --fuzzes N   fuzzed literals (default 0)
+  --difficulty-samples N closed-book samples (default 4)     --difficulty-threshold X   (default 0.45)
+  --seed S               synthesis and split seed (default 13)
+  --heldout N            held-out questions (default ${presets.default.heldout}; ≥ 1)
+  --sft-questions N      warm-start gold paths (default ${presets.default.sftQuestions})
+  --train-candidates N   questions probed for the band (default ${presets.default.trainCandidates})
+  --warm-start gold|none SFT on gold paths, or none (--no-warm-start)
+  --sft-epochs N         passes over the gold paths (default 4)   --sft-lr X   (default 3e-4)
+  --band LOW,HIGH        keep LOW < pass rate < HIGH, both in [0, 1] (default 0,1)
+  --band-k K             samples per candidate for the band (default 4)   --no-band   train on all candidates
+  --steps N              RL steps (default 2)      --batch N   trajectories per step (default 8)
+  --group N              samples per question (default 4)      --lr X   RL learning rate (default 2e-5)
+  --max-turns N          turns per trajectory (default 6)      --max-new-tokens N   per turn (default 48)
+  --eval-k K             samples per held-out question (default 1)   --eval-temperature T   (default 0)
+  --reference-limit N    questions per reference set (--full: 20; 0: none)
+  --from-version N       policy version to start from (default: the latest registered; 0 = the base model)
+
+--json ends stdout with {"run_id","minutes","heldout_questions","em":{"base","warm_start","rl"},
+"em_ci95":{…},"rl_gain_em","rl_gain_em_ci95":[lo,hi],"warm_gain_em","warm_gain_em_ci95",
+"zero_advantage_group_share","trainer_busy","band":{…},"references":{…},"report":"<html path>"}.
+
+Bad input exits 2 naming the flag before anything starts: a --dataset without gold paths for the gold
+warm start, a --band outside [0, 1], an empty held-out set (--heldout 0, or a --dataset too small).`,
   async run(args) {
-    const { values } = parseFlags(args, {
-      'train-questions': { type: 'string' },
-      'eval-questions': { type: 'string' },
-      steps: { type: 'string' },
-      batch: { type: 'string' },
-      group: { type: 'string' },
-      'max-turns': { type: 'string' },
-      'max-new-tokens': { type: 'string' },
-      lr: { type: 'string' },
-      'no-warm-start': { type: 'boolean' },
-      'sft-questions': { type: 'string' },
-      'sft-epochs': { type: 'string' },
-      'sft-lr': { type: 'string' },
-      'from-version': { type: 'string' },
-    });
-    const trainCount = integerFlag(values['train-questions'], 'train-questions', 8, 1, 100_000);
-    const evalCount = integerFlag(values['eval-questions'], 'eval-questions', 6, 1, 100_000);
-    const steps = integerFlag(values.steps, 'steps', 2, 1, 100_000);
-    const batchSize = integerFlag(values.batch, 'batch', 8, 1, 100_000);
-    const groupSize = integerFlag(values.group, 'group', 4, 2, 256);
-    const maxTurns = integerFlag(values['max-turns'], 'max-turns', 3, 1, 1000);
-    const maxNewTokens = integerFlag(values['max-new-tokens'], 'max-new-tokens', 48, 8, 65_536);
-    const learningRate = rateFlag(values.lr, 'lr', 2e-5);
-    const warm = !values['no-warm-start'];
-    const sftCount = integerFlag(values['sft-questions'], 'sft-questions', 16, 1, 100_000);
-    const sftEpochs = integerFlag(values['sft-epochs'], 'sft-epochs', 6, 1, 1000);
-    const sftLearningRate = rateFlag(values['sft-lr'], 'sft-lr', 3e-4);
-    const learnerSettings = {
-      mode: 'async',
-      maxSteps: steps,
-      batchSize,
-      groupSize,
-      eta: 4,
-      maxInflight: 2 * batchSize,
-      dropEqualRewardGroups: false,
-      interruptOnPublish: false,
-    };
-    const rlHyperparameters = { learningRate, microBatchSize: 2, trainable: TRAINABLE };
-    const sftHyperparameters = { learningRate: sftLearningRate, epochs: sftEpochs, batchSize: 4, microBatchSize: 2, trainable: TRAINABLE };
-    preflight(() => {
-      parseLearnerSettings(learnerSettings);
-      parseTrajectoryInput({ question: 'preflight', ...TRAJECTORY(maxTurns, maxNewTokens) });
-      parseRlHyperparameters(rlHyperparameters, groupSize);
-      if (warm) parseSftHyperparameters(sftHyperparameters);
-    }, demoFlags);
+    const { values } = parseFlags(args, demoFlagOptions);
+    const settings = config();
+    let manifest: DemoManifest;
+    let plan: DemoPlan;
+    let givenRows: QuestionRow[] | null = null;
+    if (values.resume !== undefined) {
+      const others = Object.keys(values).filter((flag) => !['resume', 'json'].includes(flag));
+      if (others.length > 0) throw new UsageError(`--resume continues with the run's own plan; leave out --${others.join(', --')}`);
+      manifest = readManifest(settings.home, checkRunId(values.resume, 'resume'));
+      plan = manifest.plan;
+      if (plan.datasetFile) givenRows = await datasetRows(plan);
+    } else {
+      plan = demoPlan(values as DemoFlagValues);
+      checkPlan(plan);
+      if (plan.datasetFile) givenRows = await datasetRows(plan);
+      const runId = checkRunId(values['run-id'] ?? newRunId(), 'run-id');
+      manifest = createManifest(settings.home, runId, plan);
+    }
+    const runId = manifest.runId;
     const startedAt = Date.now();
     const phase = (name: string) => console.error(`\n▶ ${name} (${((Date.now() - startedAt) / 1000).toFixed(0)} s)`);
-    const settings = config();
+    const phases = new DemoPhases(settings.home, manifest, (name) => console.error(`  ${name}: done before (${runId}), skipped`));
+    console.error(
+      `demo run ${runId}${values.resume ? ' (resumed)' : ''} · manifest ${path.join(settings.home, 'demo-runs', `${runId}.json`)}`,
+    );
 
-    phase('1/8 starting the stack');
+    phase('1/7 starting the stack');
     await stackUp(settings, {
       workers: false,
       onStarted: (name, seconds) => console.error(`  ✓ ${name}${seconds >= 0.05 ? ` (${seconds.toFixed(1)} s)` : ''}`),
@@ -219,188 +286,347 @@ is a durable workflow: watch them in the Web UI. Flags scale it up on a GPU.
     const services = openServices(settings, { poolSize: 4 });
     const { pool, blobs } = services;
     try {
-      phase('2/8 building the default corpus and knowledge base');
-      const corpus = await buildDefaultCorpus(pool, {
-        toolsDir: settings.toolsDir,
-        onProgress: (message) => console.error(`  ${message}`),
+      const corpus = await phases.run('corpus', async () => {
+        const built = await buildDefaultCorpus(pool, {
+          toolsDir: settings.toolsDir,
+          onProgress: (message) => console.error(`  ${message}`),
+        });
+        return { sources: built.sources.map((source) => ({ source: source.source, documents: source.documents })), skipped: built.skipped };
       });
-
-      phase('3/8 preparing SmolLM2-135M-Instruct as the local policy');
       const { versions } = services;
-      if (!(await versions.latest())) await runChild(['model', 'prepare']);
-      const startVersion = await startVersionFlag(versions, values['from-version'], 'from-version');
+      const startVersion = await phases.run('start-version', async () => {
+        if (!(await versions.latest())) await runChild(['model', 'prepare']);
+        return startVersionFlag(versions, plan.fromVersion ?? undefined, 'from-version');
+      });
       console.error(`  starting from policy version ${startVersion}`);
       await restartInference(startVersion);
       await stackUp(settings, { workers: true });
-
-      phase('4/8 making a grounded question set');
-      const { train, heldOut } = await capitalQuestions(pool, Math.max(trainCount, warm ? sftCount : 0), evalCount);
-      const runId = `demo-${new Date().toISOString().replace(/[:.]/g, '-')}`;
-      const datasetKey = `datasets/${runId}/train.jsonl`;
-      await blobs.put(
-        datasetKey,
-        train
-          .slice(0, trainCount)
-          .map((row) => JSON.stringify(row))
-          .join('\n'),
-      );
-      console.error(
-        `  ${trainCount} RL${warm ? `, ${sftCount} warm-start` : ''} and ${heldOut.length} held-out questions, e.g. "${train[0]!.question}" → ${train[0]!.answers[0]}`,
-      );
-
       const client = await services.client();
       const taskQueue = taskQueueName('agent', settings.taskQueuePrefix);
-      phase('5/8 evaluating the base policy');
-      const before = await evaluate(client, 'eval-before', heldOut, taskQueue, runId, maxTurns, maxNewTokens);
-      console.error(`  EM ${before.em.toFixed(3)} · F1 ${before.f1.toFixed(3)} · answered ${before.answered}/${before.questions}`);
+      const commit = gitCommit();
+      const context: StageContext = { client, blobs, taskQueue, runId, ...(commit ? { commit } : {}) };
 
-      let warmStart: { result: WarmStartResult; accuracy: Accuracy } | null = null;
-      let rlStartVersion = startVersion;
-      if (warm) {
-        phase(`6/8 warm start: SFT on ${sftCount} gold search-then-answer paths, then evaluation`);
-        const sftKey = `datasets/${runId}/warm-start.jsonl`;
-        await blobs.put(
-          sftKey,
-          train
-            .slice(0, sftCount)
-            .map((row) => JSON.stringify(row))
-            .join('\n'),
+      phase(
+        plan.datasetFile
+          ? `2/7 questions from ${plan.datasetFile}`
+          : `2/7 synthesizing questions (${plan.synthesis.hops.join(', ')} hops, ${plan.synthesis.fuzzes} fuzzes, ${plan.synthesis.candidatesPerHop} candidates per hop count)`,
+      );
+      const synthesized = await phases.run<SynthesizedSet[]>('synthesis', async () =>
+        plan.datasetFile ? [] : synthesize(context, plan.synthesis),
+      );
+      const split = await phases.run<SplitRecord>('split', async () => {
+        const rows = givenRows ?? (await Promise.all(synthesized.map((set) => synthesizedRows(blobs, set.blobKey)))).flat();
+        const parts = splitQuestions(rows, plan.split, plan.synthesis.seed);
+        if (parts.heldOut.length === 0)
+          throw new Error(`no held-out question left of ${rows.length} questions: synthesize more (--synth-count)`);
+        if (parts.candidates.length === 0)
+          throw new Error(`no training question left of ${rows.length} questions: synthesize more (--synth-count)`);
+        const keys = {
+          heldOut: `datasets/${runId}/heldout.jsonl`,
+          warmStart: `datasets/${runId}/warm-start.jsonl`,
+          candidates: `datasets/${runId}/candidates.jsonl`,
+        };
+        await blobs.put(keys.heldOut, jsonl(parts.heldOut), 'application/x-ndjson');
+        await blobs.put(keys.warmStart, jsonl(parts.warmStart), 'application/x-ndjson');
+        await blobs.put(keys.candidates, jsonl(parts.candidates), 'application/x-ndjson');
+        return {
+          heldOut: parts.heldOut.length,
+          warmStart: parts.warmStart.length,
+          candidates: parts.candidates.length,
+          unused: parts.unused,
+          contaminated: parts.contaminated,
+          keys,
+        };
+      });
+      for (const set of synthesized)
+        console.error(
+          `  ${set.hops} hop${set.hops > 1 ? 's' : ''}: ${set.accepted}/${set.candidates} accepted${
+            Object.keys(set.rejectionsByReason).length
+              ? ` (rejected: ${Object.entries(set.rejectionsByReason)
+                  .map(([reason, count]) => `${count} ${reason}`)
+                  .join('; ')})`
+              : ''
+          }`,
         );
-        const sftHandle = await client.workflow.start(warmStartWorkflowType, {
-          taskQueue,
-          workflowId: `warm-start-${runId}`,
-          staticSummary: `demo warm start ${runId}`,
-          args: [
-            {
-              runId: `${runId}-sft`,
-              datasetKey: sftKey,
-              startVersion,
-              settings: { source: 'gold', minReward: 1, concurrency: 4 },
-              trajectory: { ...TRAJECTORY(maxTurns, maxNewTokens), rewardMetric: 'em' },
-              hyperparameters: sftHyperparameters,
-            },
-          ],
+      console.error(
+        `  split: ${split.heldOut} held-out, ${split.warmStart} warm-start, ${split.candidates} training candidates; ${split.contaminated.length} held-out dropped as contaminated`,
+      );
+      if (split.heldOut < plan.split.heldOut)
+        console.error(
+          `  note: ${split.heldOut} held-out questions, fewer than the ${plan.split.heldOut} asked (too few accepted or contaminated)`,
+        );
+      const readRows = async (key: string) =>
+        (await blobs.get(key))
+          .toString('utf8')
+          .split('\n')
+          .filter((line) => line.trim())
+          .map((line) => JSON.parse(line) as QuestionRow);
+      const heldOutRows = await readRows(split.keys.heldOut);
+
+      const references = await phases.run('references', async () => {
+        const sets = [];
+        for (const name of plan.references.sets) {
+          const set = await resolveDataset(name, { limit: plan.references.limit });
+          sets.push({ name: set.name, rows: set.items.map(toQuestionRow) });
+        }
+        return sets;
+      });
+
+      const evaluateStage = (stage: string, version: number) =>
+        phases.run<StageResult>(`evaluation-${stage}`, async () => {
+          await restartInference(version);
+          const heldOut = await evaluate(context, {
+            resultId: `${runId}-eval-${stage}`,
+            dataset: `demo-heldout`,
+            rows: heldOutRows,
+            k: plan.evaluation.k,
+            trajectory: plan.evaluation.trajectory,
+            policyVersion: version,
+            seed: 0,
+            concurrency: plan.evaluation.concurrency,
+            label: `held-out, ${stage} (v${version})`,
+          });
+          console.error(
+            `  held-out EM ${pct(heldOut.em)} ${interval(heldOut.emCi95)} · F1 ${pct(heldOut.f1)} · ${heldOut.meanToolCalls.toFixed(2)} tool calls per sample`,
+          );
+          const outside: StageEvaluation[] = [];
+          for (const reference of references) {
+            const result = await evaluate(context, {
+              resultId: `${runId}-ref-${reference.name.replace(/[^A-Za-z0-9]+/g, '-')}-${stage}`,
+              dataset: reference.name,
+              rows: reference.rows,
+              k: plan.evaluation.k,
+              trajectory: plan.evaluation.trajectory,
+              policyVersion: version,
+              seed: 0,
+              concurrency: plan.evaluation.concurrency,
+              label: `${reference.name}, ${stage} (v${version})`,
+            });
+            console.error(`  ${reference.name} EM ${pct(result.em)} ${interval(result.emCi95)}`);
+            outside.push(result);
+          }
+          return { stage, version, heldOut, references: outside };
         });
-        const result = await followWarmStart(client, sftHandle, sftCount);
+
+      phase(`3/7 evaluating the base policy (v${startVersion}) on ${split.heldOut} held-out questions`);
+      const base = await evaluateStage('base', startVersion);
+
+      let warm: { result: WarmStartResult; evaluation: StageResult } | null = null;
+      let rlStartVersion = startVersion;
+      if (plan.warmStart.source === 'gold') {
+        phase(`4/7 warm start: SFT on ${split.warmStart} gold paths × ${plan.warmStart.epochs} epochs, then evaluation`);
+        const result = await phases.run<WarmStartResult>('warm-start', async () => {
+          const { handle, how } = await startOrAttach(client, warmStartWorkflowType, {
+            taskQueue,
+            workflowId: `warm-start-${runId}`,
+            staticSummary: `demo warm start ${runId}`,
+            args: [
+              {
+                runId: `${runId}-sft`,
+                datasetKey: split.keys.warmStart,
+                startVersion,
+                settings: { source: 'gold', minReward: 1, concurrency: 4 },
+                trajectory: { ...plan.evaluation.trajectory, rewardMetric: 'em' },
+                hyperparameters: plan.warmStart.hyperparameters,
+              },
+            ],
+          });
+          if (how !== 'started') console.error(`  warm-start-${runId}: ${how}, followed`);
+          return followWarmStart(client, handle, split.warmStart);
+        });
         console.error(
           `  ${result.kept}/${result.finished} gold paths confirmed by the reward · v${result.startVersion} → v${result.finalVersion}`,
         );
         rlStartVersion = result.finalVersion;
-        await restartInference(rlStartVersion);
-        const accuracy = await evaluate(client, 'eval-warm', heldOut, taskQueue, runId, maxTurns, maxNewTokens);
-        console.error(
-          `  EM ${accuracy.em.toFixed(3)} · F1 ${accuracy.f1.toFixed(3)} · answered ${accuracy.answered}/${accuracy.questions}`,
-        );
-        warmStart = { result, accuracy };
+        warm = { result, evaluation: await evaluateStage('warm', rlStartVersion) };
       } else {
-        phase('6/8 warm start skipped (--no-warm-start)');
+        phase('4/7 warm start skipped (--warm-start none)');
       }
 
-      phase(`7/8 async RL: ${steps} steps of ${batchSize} trajectories (G=${groupSize})`);
-      const handle = await client.workflow.start(learnerWorkflowType, {
-        taskQueue,
-        workflowId: `learner-${runId}`,
-        staticSummary: `demo learner ${runId}`,
-        args: [
-          {
-            runId,
-            datasetKey,
-            startVersion: rlStartVersion,
-            settings: learnerSettings,
-            trajectory: TRAJECTORY(maxTurns, maxNewTokens),
-            hyperparameters: rlHyperparameters,
-          },
-        ],
+      phase(
+        plan.band.enabled
+          ? `5/7 learnable band: ${split.candidates} candidates × ${plan.band.k} samples at T = 1, keeping ${plan.band.low} < pass rate < ${plan.band.high}`
+          : '5/7 learnable band skipped (--no-band): training on every candidate',
+      );
+      const band = await phases.run<BandRecord>('band', async () => {
+        const candidates = await readRows(split.keys.candidates);
+        const trainKey = `datasets/${runId}/train.jsonl`;
+        if (!plan.band.enabled) {
+          await blobs.put(trainKey, jsonl(candidates), 'application/x-ndjson');
+          return { probed: 0, kept: candidates.length, passRates: {}, histogram: {}, fallback: false, trainKey, seconds: 0 };
+        }
+        await restartInference(rlStartVersion);
+        const probe = await evaluate(context, {
+          resultId: `${runId}-probe`,
+          dataset: 'demo-band-probe',
+          rows: candidates,
+          k: plan.band.k,
+          trajectory: probeTrajectory(plan),
+          policyVersion: rlStartVersion,
+          seed: 1000,
+          concurrency: plan.evaluation.concurrency,
+          label: `band probe (v${rlStartVersion})`,
+        });
+        const passRates = Object.fromEntries(probe.perQuestion.map((item) => [item.questionId, item.score]));
+        const histogram: Record<string, number> = {};
+        for (const item of probe.perQuestion) histogram[item.score.toFixed(2)] = (histogram[item.score.toFixed(2)] ?? 0) + 1;
+        const kept = new Set(
+          inBand(
+            probe.perQuestion.map((item) => ({ ...item, passRate: item.score })),
+            plan.band,
+          ).map((item) => item.questionId),
+        );
+        const fallback = kept.size === 0;
+        const train = fallback ? candidates : candidates.filter((row) => kept.has(row.id));
+        await blobs.put(trainKey, jsonl(train), 'application/x-ndjson');
+        return { probed: candidates.length, kept: kept.size, passRates, histogram, fallback, trainKey, seconds: probe.seconds };
       });
-      const bar = progressBar('training steps', steps);
-      const learned = await followWorkflow<LearnerResult, LearnerState>(handle, {
-        query: learnerStateQuery,
-        intervalMs: 2000,
-        async onState(state) {
-          const engine = state.training ? describeProgress(await pendingActivityProgress(client, handle, 'trainStep')) : '';
-          bar.update(
-            state.step,
-            `v${state.version} · ${state.inflight} in flight · ${state.ready} ready${state.training ? ` · training${engine ? ` (${engine})` : ''}` : ''}`,
+      if (plan.band.enabled) {
+        console.error(
+          `  pass rates: ${Object.entries(band.histogram)
+            .sort()
+            .map(([rate, count]) => `${count}× ${rate}`)
+            .join(', ')} → ${band.kept} of ${band.probed} in the band`,
+        );
+        if (band.fallback)
+          console.error(
+            '  note: no candidate is in the band; RL trains on every candidate (expect groups with zero advantage; widen the band or synthesize easier questions)',
           );
-        },
+      }
+
+      phase(
+        `6/7 async RL: ${String(plan.rl.settings.maxSteps)} steps of ${String(plan.rl.settings.batchSize)} trajectories (G=${String(plan.rl.settings.groupSize)})`,
+      );
+      const learned = await phases.run<LearnerResult>('rl', async () => {
+        await restartInference(rlStartVersion);
+        const { handle, how } = await startOrAttach(client, learnerWorkflowType, {
+          taskQueue,
+          workflowId: `learner-${runId}`,
+          staticSummary: `demo learner ${runId}`,
+          args: [
+            {
+              runId,
+              datasetKey: band.trainKey,
+              startVersion: rlStartVersion,
+              settings: plan.rl.settings,
+              trajectory: plan.rl.trajectory,
+              hyperparameters: plan.rl.hyperparameters,
+            },
+          ],
+        });
+        const steps = Number(plan.rl.settings.maxSteps);
+        const bar = progressBar(`training steps${how === 'started' ? '' : ` (${how})`}`, steps);
+        const result = await followWorkflow<LearnerResult, LearnerState>(handle, {
+          query: learnerStateQuery,
+          intervalMs: 2000,
+          async onState(state) {
+            const engine = state.training ? describeProgress(await pendingActivityProgress(client, handle, 'trainStep')) : '';
+            bar.update(
+              state.step,
+              `v${state.version} · ${state.inflight} in flight · ${state.ready} ready${state.training ? ` · training${engine ? ` (${engine})` : ''}` : ''}`,
+            );
+          },
+        });
+        bar.finish(`v${result.finalVersion}`);
+        return result;
       });
-      bar.finish(`v${learned.finalVersion}`);
+      const rl = await evaluateStage('rl', learned.finalVersion);
 
-      phase('8/8 evaluating the trained policy');
-      await restartInference(learned!.finalVersion);
-      const after = await evaluate(client, 'eval-after', heldOut, taskQueue, runId, maxTurns, maxNewTokens);
-
+      phase('7/7 the RL gain and the report');
+      const scores = (stage: StageResult) => stage.heldOut.perQuestion.map((item) => ({ questionId: item.questionId, score: item.score }));
+      const reference = warm?.evaluation ?? base;
+      const rlGain: PairedDifference = pairedDifference(scores(reference), scores(rl), 13);
+      const warmGain: PairedDifference | null = warm ? pairedDifference(scores(base), scores(warm.evaluation), 14) : null;
+      const stages = [base, ...(warm ? [warm.evaluation] : []), rl];
+      const seconds = Math.round((Date.now() - startedAt) / 1000) + priorSeconds(manifest);
       const report = {
         runId,
-        seconds: Math.round((Date.now() - startedAt) / 1000),
+        seconds,
         webUi,
-        corpus: {
-          sources: corpus.sources.map((source) => ({ source: source.source, documents: source.documents, relations: source.relations })),
-          skipped: corpus.skipped,
-        },
-        policy: { startVersion, warmStartVersion: warmStart?.result.finalVersion ?? null, finalVersion: learned!.finalVersion },
-        accuracy: { before, afterWarmStart: warmStart?.accuracy ?? null, after },
-        warmStart: warmStart
-          ? {
-              kept: warmStart.result.kept,
-              finished: warmStart.result.finished,
-              steps: warmStart.result.steps,
-              wallSeconds: warmStart.result.wallSeconds,
-            }
+        corpus,
+        plan,
+        synthesis: synthesized,
+        split,
+        band,
+        policy: { startVersion, warmStartVersion: warm?.result.finalVersion ?? null, finalVersion: learned.finalVersion },
+        stages,
+        rlGain,
+        warmGain,
+        warmStart: warm
+          ? { kept: warm.result.kept, finished: warm.result.finished, steps: warm.result.steps, wallSeconds: warm.result.wallSeconds }
           : null,
         learning: {
-          steps: learned!.steps,
-          history: learned!.history,
-          samplesPerHour: learned!.samplesPerHour,
-          trainerBusy: learned!.trainerBusy,
-          maxStaleness: learned!.maxStaleness,
-          consumed: learned!.consumed,
-          dropped: learned!.dropped,
-        },
-        settings: {
-          trainCount,
-          evalCount,
-          steps,
-          batchSize,
-          groupSize,
-          maxTurns,
-          maxNewTokens,
-          learningRate,
-          warmStart: warm,
-          sftCount,
-          sftEpochs,
-          sftLearningRate,
+          steps: learned.steps,
+          history: learned.history,
+          samplesPerHour: learned.samplesPerHour,
+          trainerBusy: learned.trainerBusy,
+          maxStaleness: learned.maxStaleness,
+          consumed: learned.consumed,
+          dropped: learned.dropped,
+          zeroAdvantageGroupShare: learned.zeroAdvantageGroupShare ?? null,
         },
       };
       const reportDir = path.join(settings.home, 'reports');
       fs.mkdirSync(reportDir, { recursive: true });
       const reportPath = path.join(reportDir, `${runId}.json`);
       fs.writeFileSync(reportPath, JSON.stringify(report, null, 2));
-      console.log(`\nLonghaul demo ${runId} — ${report.seconds} s`);
+      await phases.run('finished', async () => ({ seconds }));
+
+      console.log(`\nLonghaul demo ${runId} — ${seconds} s`);
       console.log(
-        `reward curve (mean training reward per version): ${learned!.history.map((stats) => `v${stats.version} ${stats.meanReward.toFixed(3)}`).join(' → ') || '(no step)'}`,
-      );
-      const stages = [['base', before], ...(warmStart ? [['warm start', warmStart.accuracy]] : []), ['RL', after]] as [string, Accuracy][];
-      console.log(
-        `held-out EM ${stages.map(([name, accuracy]) => `${name} ${accuracy.em.toFixed(3)}`).join(' → ')} · F1 ${stages.map(([name, accuracy]) => `${name} ${accuracy.f1.toFixed(3)}`).join(' → ')} (${heldOut.length} questions)`,
+        `held-out EM (${split.heldOut} questions × ${plan.evaluation.k}): ${stages.map((stage) => `${stage.stage} v${stage.version} ${pct(stage.heldOut.em)} ${interval(stage.heldOut.emCi95)}`).join(' → ')}`,
       );
       console.log(
-        `answered with <answer>: ${stages.map(([name, accuracy]) => `${name} ${accuracy.answered}/${accuracy.questions}`).join(' → ')}`,
+        `RL gain (paired, RL − ${warm ? 'warm start' : 'base'}, ${rlGain.n} questions): ${rlGain.mean >= 0 ? '+' : ''}${pct(rlGain.mean)} points ${interval(rlGain.ci95)}${warmGain ? ` · warm-start gain ${warmGain.mean >= 0 ? '+' : ''}${pct(warmGain.mean)} ${interval(warmGain.ci95)}` : ''}`,
       );
-      if (warmStart)
+      console.log(
+        `tool calls per question: ${stages.map((stage) => `${stage.stage} ${stage.heldOut.meanToolCalls.toFixed(2)}`).join(' → ')} · verified by a further search: ${stages.map((stage) => `${stage.stage} ${stage.heldOut.behaviour?.verifiedShare === null || stage.heldOut.behaviour === null ? '-' : pct(stage.heldOut.behaviour.verifiedShare)}`).join(' → ')} · documents: ${stages.map((stage) => `${stage.stage} ${stage.heldOut.behaviour ? stage.heldOut.behaviour.meanDistinctDocuments.toFixed(2) : '-'}`).join(' → ')}`,
+      );
+      for (const [index, set] of (stages[0]?.references ?? []).entries())
         console.log(
-          `warm start: ${warmStart.result.kept}/${warmStart.result.finished} gold paths kept, SFT loss ${String((warmStart.result.steps[0]?.metrics as { losses?: number[] } | undefined)?.losses?.map((loss) => loss.toFixed(3)).join(' → ') ?? '-')}`,
+          `${set.dataset} EM: ${stages.map((stage) => `${stage.stage} ${pct(stage.references[index]?.em ?? 0)} ${interval(stage.references[index]?.emCi95 ?? [0, 0])}`).join(' → ')}`,
         );
       console.log(
-        `max staleness ${learned!.maxStaleness} versions · trainer busy ${(learned!.trainerBusy * 100).toFixed(0)} % · ${learned!.samplesPerHour.toFixed(0)} samples/h`,
+        `RL: reward per step ${learned.history.map((stats) => `v${stats.version} ${stats.meanReward.toFixed(3)}`).join(' → ') || '(no step)'} · zero-advantage groups ${learned.zeroAdvantageGroupShare === undefined ? '-' : pct(learned.zeroAdvantageGroupShare)} % · trainer busy ${(learned.trainerBusy * 100).toFixed(0)} % · max staleness ${learned.maxStaleness}`,
       );
       console.log(`report: ${reportPath}`);
-      // The HTML report (charts, behaviour, a page per trajectory) from what the run left in the stores.
       const html = await writeReport(services, settings.home, { runId, out: reportPath.replace(/\.json$/, '.html'), pages: true });
       console.log(`HTML report: ${html.path}`);
+      if (values.json === true)
+        console.log(
+          JSON.stringify({
+            run_id: runId,
+            minutes: Number((seconds / 60).toFixed(2)),
+            heldout_questions: split.heldOut,
+            em: { base: base.heldOut.em, warm_start: warm?.evaluation.heldOut.em ?? null, rl: rl.heldOut.em },
+            em_ci95: { base: base.heldOut.emCi95, warm_start: warm?.evaluation.heldOut.emCi95 ?? null, rl: rl.heldOut.emCi95 },
+            rl_gain_em: rlGain.mean,
+            rl_gain_em_ci95: rlGain.ci95,
+            warm_gain_em: warmGain?.mean ?? null,
+            warm_gain_em_ci95: warmGain?.ci95 ?? null,
+            zero_advantage_group_share: learned.zeroAdvantageGroupShare ?? null,
+            trainer_busy: learned.trainerBusy,
+            tool_calls_per_question: Object.fromEntries(stages.map((stage) => [stage.stage, stage.heldOut.meanToolCalls])),
+            band: { probed: band.probed, kept: band.kept, fallback: band.fallback },
+            references: Object.fromEntries(
+              (stages[0]?.references ?? []).map((set, index) => [
+                set.dataset,
+                Object.fromEntries(stages.map((stage) => [stage.stage, stage.references[index]?.em ?? null])),
+              ]),
+            ),
+            report: html.path,
+          }),
+        );
       return 0;
     } finally {
       await services.close();
     }
   },
 };
+
+/** Wall seconds of earlier sessions of a resumed run: from its creation to its last finished phase before this session. */
+function priorSeconds(manifest: DemoManifest): number {
+  const finished = Object.values(manifest.phases).map((phase) => Date.parse(phase.finishedAt));
+  if (finished.length === 0) return 0;
+  return Math.max(0, Math.round((Math.max(...finished) - Date.parse(manifest.createdAt)) / 1000));
+}

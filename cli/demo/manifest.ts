@@ -1,0 +1,138 @@
+/**
+ * The demo's run manifest, `LONGHAUL_HOME/demo-runs/<run>.json`: the run's plan and each finished
+ * phase's result, written after every phase (atomically: a temporary file renamed over it). `longhaul
+ * demo --resume <run>` reads it, skips the phases it holds and re-attaches to (or restarts) the
+ * workflows of the first phase it does not, whose ids derive from the run id.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Client, WorkflowHandle, WorkflowStartOptions } from '@temporalio/client';
+import { UsageError } from '../command.js';
+import type { DemoPlan } from './plan.js';
+
+export const manifestVersion = 1;
+
+export interface DemoManifest {
+  readonly version: typeof manifestVersion;
+  readonly runId: string;
+  readonly createdAt: string;
+  readonly plan: DemoPlan;
+  /** Phase name → its result (JSON), in the order they finished. */
+  readonly phases: Record<string, { readonly finishedAt: string; readonly result: unknown }>;
+}
+
+export const manifestFolder = (home: string) => path.join(home, 'demo-runs');
+export const manifestPath = (home: string, runId: string) => path.join(manifestFolder(home), `${runId}.json`);
+
+const runIdPattern = /^[a-z0-9][a-z0-9-]{0,60}$/;
+
+/** A run id names workflows, blobs and files: lower-case letters, digits and "-". */
+export function checkRunId(runId: string, flag: string): string {
+  if (!runIdPattern.test(runId))
+    throw new UsageError(`--${flag}: a run id is 1–61 lower-case letters, digits and "-" (it names workflows and files), got "${runId}"`);
+  return runId;
+}
+
+export function newRunId(now = new Date()): string {
+  return `demo-${now.toISOString().replace(/[:.]/g, '-').replace(/z$/i, '').toLowerCase()}`;
+}
+
+/** The manifest of `runId`, or a UsageError naming --resume (with the runs there are). */
+export function readManifest(home: string, runId: string): DemoManifest {
+  const file = manifestPath(home, runId);
+  if (!fs.existsSync(file)) {
+    const known = fs.existsSync(manifestFolder(home))
+      ? fs
+          .readdirSync(manifestFolder(home))
+          .filter((name) => name.endsWith('.json'))
+          .map((name) => name.slice(0, -5))
+          .sort()
+      : [];
+    throw new UsageError(
+      `--resume: no demo run "${runId}" under ${manifestFolder(home)} (${known.length ? `runs: ${known.slice(-5).join(', ')}` : 'no run there yet'})`,
+    );
+  }
+  const manifest = JSON.parse(fs.readFileSync(file, 'utf8')) as DemoManifest;
+  if (manifest.version !== manifestVersion)
+    throw new UsageError(
+      `--resume: ${file} is a manifest of version ${String(manifest.version)}; this demo reads version ${manifestVersion}`,
+    );
+  return manifest;
+}
+
+export function createManifest(home: string, runId: string, plan: DemoPlan): DemoManifest {
+  if (fs.existsSync(manifestPath(home, runId)))
+    throw new UsageError(`--run-id: demo run "${runId}" exists already; continue it with --resume ${runId}, or choose another id`);
+  const manifest: DemoManifest = { version: manifestVersion, runId, createdAt: new Date().toISOString(), plan, phases: {} };
+  writeManifest(home, manifest);
+  return manifest;
+}
+
+export function writeManifest(home: string, manifest: DemoManifest): void {
+  fs.mkdirSync(manifestFolder(home), { recursive: true });
+  const file = manifestPath(home, manifest.runId);
+  const temporary = `${file}.${process.pid}.tmp`;
+  fs.writeFileSync(temporary, JSON.stringify(manifest, null, 2));
+  fs.renameSync(temporary, file);
+}
+
+/**
+ * Phases of one run: `run(name, work)` returns the stored result of a finished phase without running
+ * it again, or runs `work`, stores its result in the manifest and returns it.
+ */
+export class DemoPhases {
+  private current: DemoManifest;
+
+  constructor(
+    private readonly home: string,
+    manifest: DemoManifest,
+    private readonly onSkip: (name: string) => void = () => undefined,
+  ) {
+    this.current = manifest;
+  }
+
+  get manifest(): DemoManifest {
+    return this.current;
+  }
+
+  done(name: string): boolean {
+    return this.current.phases[name] !== undefined;
+  }
+
+  async run<T>(name: string, work: () => Promise<T>): Promise<T> {
+    const stored = this.current.phases[name];
+    if (stored !== undefined) {
+      this.onSkip(name);
+      return stored.result as T;
+    }
+    const result = await work();
+    this.current = { ...this.current, phases: { ...this.current.phases, [name]: { finishedAt: new Date().toISOString(), result } } };
+    writeManifest(this.home, this.current);
+    return result;
+  }
+}
+
+export interface Attached {
+  readonly handle: WorkflowHandle;
+  /** "started": a new execution; "running" / "completed": an execution of that id was found and is followed. */
+  readonly how: 'started' | 'running' | 'completed';
+}
+
+/**
+ * Start workflow `options.workflowId`, or attach to the execution of that id when one is running or
+ * has completed (its result is then read, not made again). A failed, terminated, cancelled or timed
+ * out execution is started again under the same id (an interrupted demo terminated it; the workflows
+ * skip what they had stored, e.g. an evaluation's scored questions).
+ */
+export async function startOrAttach(client: Client, workflowType: string, options: WorkflowStartOptions): Promise<Attached> {
+  const existing = client.workflow.getHandle(options.workflowId);
+  try {
+    const description = await existing.describe();
+    if (description.status.name === 'RUNNING') return { handle: existing, how: 'running' };
+    if (description.status.name === 'COMPLETED') return { handle: existing, how: 'completed' };
+  } catch (error) {
+    if ((error as Error).name !== 'WorkflowNotFoundError') throw error;
+  }
+  const handle = await client.workflow.start(workflowType, options);
+  return { handle, how: 'started' };
+}

@@ -1,0 +1,267 @@
+/**
+ * What a demo run will do, decided from its flags before anything starts (pure; the bad input of
+ * issue 13 is refused here, exit 2 naming the flag): where the questions come from (the grounded
+ * synthesizer, or a question-set file), how they are split into held-out, warm-start and training
+ * candidates, the learnable band, the warm start, RL and the evaluations. A run's plan is stored in
+ * its manifest, so that `--resume` continues with exactly the plan it began with.
+ */
+import type { TrajectorySettings } from '../../workflows/contracts/trajectory.contract.js';
+import { rlRolloutTemperature } from '../../workflows/trajectory-child.js';
+import { integerFlag, rateFlag } from '../arguments.js';
+import { UsageError } from '../command.js';
+
+/** The demo trains the last four of SmolLM2-135M's 30 layers and the final norm: fits 2 CPU cores. */
+export const demoTrainable = { mode: 'freeze', trainPatterns: ['layers\\.(2[6-9])\\.', 'norm\\.weight$'] };
+
+/** The outside reference sets of the data root (`--full`): Bamboogle, HotpotQA, 2Wiki, MuSiQue samples. */
+export const referenceSets = [
+  'r1searcher_eval_set/bamboogle',
+  'r1searcher_eval_set/hotpotqa_500',
+  'r1searcher_eval_set/2wiki_500',
+  'r1searcher_eval_set/musique_500',
+] as const;
+
+export interface SynthesisPlan {
+  /** Candidates per hop count (one synthesisRun each). */
+  readonly candidatesPerHop: number;
+  readonly hops: readonly number[];
+  readonly fuzzes: number;
+  readonly difficultySamples: number;
+  readonly difficultyThreshold: number;
+  readonly seed: number;
+  readonly concurrency: number;
+}
+
+/**
+ * Everything RL gets, in one object: the learner's settings, the trajectory settings of its rollouts
+ * (reward metric included) and the train step's hyperparameters. A curriculum or another reward
+ * metric plugs in here, and the manifest stores it with the run.
+ */
+export interface RlConfiguration {
+  readonly settings: Record<string, unknown>;
+  readonly trajectory: TrajectorySettings;
+  readonly hyperparameters: Record<string, unknown>;
+}
+
+export interface DemoPlan {
+  readonly full: boolean;
+  /** A question-set file instead of synthesis (`--dataset`). */
+  readonly datasetFile: string | null;
+  readonly synthesis: SynthesisPlan;
+  readonly split: { readonly heldOut: number; readonly warmStart: number; readonly candidates: number };
+  readonly warmStart: { readonly source: 'gold' | 'none'; readonly epochs: number; readonly hyperparameters: Record<string, unknown> };
+  /** Keep training candidates whose pass rate p satisfies low < p < high; k samples each at the RL temperature. */
+  readonly band: { readonly enabled: boolean; readonly low: number; readonly high: number; readonly k: number };
+  readonly rl: RlConfiguration;
+  readonly evaluation: {
+    readonly k: number;
+    readonly temperature: number;
+    readonly concurrency: number;
+    readonly trajectory: TrajectorySettings;
+  };
+  /** Outside reference sets evaluated at each stage (empty: none). */
+  readonly references: { readonly sets: readonly string[]; readonly limit: number };
+  readonly fromVersion: string | null;
+}
+
+/** The demo's flags (parseArgs options). */
+export const demoFlagOptions = {
+  full: { type: 'boolean' },
+  resume: { type: 'string' },
+  'run-id': { type: 'string' },
+  json: { type: 'boolean' },
+  dataset: { type: 'string' },
+  'synth-count': { type: 'string' },
+  hops: { type: 'string' },
+  fuzzes: { type: 'string' },
+  'difficulty-samples': { type: 'string' },
+  'difficulty-threshold': { type: 'string' },
+  seed: { type: 'string' },
+  heldout: { type: 'string' },
+  'sft-questions': { type: 'string' },
+  'train-candidates': { type: 'string' },
+  'warm-start': { type: 'string' },
+  'no-warm-start': { type: 'boolean' },
+  'sft-epochs': { type: 'string' },
+  'sft-lr': { type: 'string' },
+  band: { type: 'string' },
+  'band-k': { type: 'string' },
+  'no-band': { type: 'boolean' },
+  steps: { type: 'string' },
+  batch: { type: 'string' },
+  group: { type: 'string' },
+  lr: { type: 'string' },
+  'max-turns': { type: 'string' },
+  'max-new-tokens': { type: 'string' },
+  'eval-k': { type: 'string' },
+  'eval-temperature': { type: 'string' },
+  'reference-limit': { type: 'string' },
+  'from-version': { type: 'string' },
+} as const;
+
+export type DemoFlagValues = Partial<Record<keyof typeof demoFlagOptions, string | boolean>>;
+
+/** The two presets: the default (≤ 30 minutes on a 2-core CPU) and `--full` (≥ 200 held-out questions, reference sets). */
+export const presets = {
+  default: {
+    synthCount: 36,
+    hops: [1],
+    fuzzes: 0,
+    heldout: 8,
+    sftQuestions: 12,
+    trainCandidates: 12,
+    sftEpochs: 4,
+    bandK: 4,
+    steps: 2,
+    batch: 8,
+    group: 4,
+    maxTurns: 6,
+    maxNewTokens: 48,
+    evalK: 1,
+    referenceLimit: 0,
+  },
+  full: {
+    synthCount: 150,
+    hops: [1, 2],
+    fuzzes: 1,
+    heldout: 200,
+    sftQuestions: 24,
+    trainCandidates: 32,
+    sftEpochs: 4,
+    bandK: 4,
+    steps: 6,
+    batch: 8,
+    group: 4,
+    maxTurns: 8,
+    maxNewTokens: 48,
+    evalK: 1,
+    referenceLimit: 20,
+  },
+} as const;
+
+function numberIn(value: string | boolean | undefined, flag: string, fallback: number, min: number, max: number): number {
+  if (value === undefined) return fallback;
+  const parsed = Number(value);
+  if (typeof value !== 'string' || value.trim() === '' || !Number.isFinite(parsed) || parsed < min || parsed > max)
+    throw new UsageError(`--${flag} expects a number between ${min} and ${max}, got "${String(value)}"`);
+  return parsed;
+}
+
+const text = (value: string | boolean | undefined): string | undefined => (typeof value === 'string' ? value : undefined);
+
+/** `--band LOW,HIGH`: both in [0, 1], LOW < HIGH. */
+export function parseBand(value: string | undefined): { low: number; high: number } {
+  if (value === undefined) return { low: 0, high: 1 };
+  const parts = value.split(',').map((part) => part.trim());
+  const [low, high] = parts.map(Number);
+  if (parts.length !== 2 || parts.some((part) => part === '') || !Number.isFinite(low) || !Number.isFinite(high))
+    throw new UsageError(`--band expects LOW,HIGH (pass rates, e.g. 0,1 keeps 0 < p < 1), got "${value}"`);
+  if (low! < 0 || high! > 1 || low! > 1 || high! < 0)
+    throw new UsageError(`--band: LOW and HIGH are pass rates and must lie in [0, 1], got "${value}"`);
+  if (!(low! < high!)) throw new UsageError(`--band: LOW must be below HIGH (the band keeps LOW < p < HIGH), got "${value}"`);
+  return { low: low!, high: high! };
+}
+
+/** `--hops LIST`: hop counts of the synthesizer, e.g. "1,2". */
+export function parseHops(value: string | undefined, fallback: readonly number[]): number[] {
+  if (value === undefined) return [...fallback];
+  const hops = value.split(',').map((part) => Number(part.trim()));
+  if (hops.length === 0 || hops.some((hop) => !Number.isInteger(hop) || hop < 1 || hop > 8) || new Set(hops).size !== hops.length)
+    throw new UsageError(`--hops expects distinct hop counts between 1 and 8 separated by commas (e.g. 1,2), got "${value}"`);
+  return hops;
+}
+
+/** The run's plan from its flags; a UsageError (exit 2) names the flag of any bad value. */
+export function demoPlan(values: DemoFlagValues): DemoPlan {
+  const full = values.full === true;
+  const preset = full ? presets.full : presets.default;
+  const integer = (flag: keyof typeof demoFlagOptions, fallback: number, min: number, max: number) =>
+    integerFlag(text(values[flag]), flag, fallback, min, max);
+
+  const datasetFile = text(values.dataset) ?? null;
+  const hops = parseHops(text(values.hops), preset.hops);
+  const synthCount = integer('synth-count', preset.synthCount, 1, 100_000);
+  const heldOut = integer('heldout', preset.heldout, 0, 100_000);
+  if (heldOut === 0)
+    throw new UsageError(`--heldout: the held-out set would be empty (0 questions); give at least 1 (default ${preset.heldout})`);
+  const warmFlag = text(values['warm-start']);
+  if (warmFlag !== undefined && warmFlag !== 'gold' && warmFlag !== 'none')
+    throw new UsageError(`--warm-start expects gold (SFT on the gold paths) or none, got "${warmFlag}"`);
+  if (warmFlag === 'gold' && values['no-warm-start'] === true)
+    throw new UsageError('--no-warm-start contradicts --warm-start gold; give one');
+  const warmSource: 'gold' | 'none' = values['no-warm-start'] === true || warmFlag === 'none' ? 'none' : 'gold';
+  const warmStart = warmSource === 'gold' ? integer('sft-questions', preset.sftQuestions, 1, 100_000) : 0;
+  const candidates = integer('train-candidates', preset.trainCandidates, 1, 100_000);
+  if (datasetFile === null && heldOut + warmStart + candidates > synthCount * hops.length)
+    throw new UsageError(
+      `--synth-count: ${synthCount} candidates per hop count × ${hops.length} cannot give ${heldOut} held-out + ${warmStart} warm-start + ${candidates} training questions; raise --synth-count or lower --heldout`,
+    );
+  const band = parseBand(text(values.band));
+  const bandK = integer('band-k', preset.bandK, 2, 64);
+  const steps = integer('steps', preset.steps, 1, 100_000);
+  const batchSize = integer('batch', preset.batch, 1, 100_000);
+  const groupSize = integer('group', preset.group, 2, 256);
+  const maxTurns = integer('max-turns', preset.maxTurns, 1, 1000);
+  const maxNewTokens = integer('max-new-tokens', preset.maxNewTokens, 8, 65_536);
+  const learningRate = rateFlag(text(values.lr), 'lr', 2e-5);
+  const sftEpochs = integer('sft-epochs', preset.sftEpochs, 1, 1000);
+  const sftLearningRate = rateFlag(text(values['sft-lr']), 'sft-lr', 3e-4);
+  const evalK = integer('eval-k', preset.evalK, 1, 256);
+  const evalTemperature = numberIn(values['eval-temperature'], 'eval-temperature', 0, 0, 5);
+  if (evalK > 1 && evalTemperature === 0)
+    throw new UsageError(
+      `--eval-k ${evalK} with --eval-temperature 0 gives ${evalK} identical greedy samples; set --eval-temperature (e.g. 0.7)`,
+    );
+  const referenceLimit = integer('reference-limit', preset.referenceLimit, 0, 100_000);
+
+  const limits = { maxTurns, maxNewTokensPerTurn: maxNewTokens, maxRepeats: 2 };
+  const options = { maxObservationChars: 600 };
+  return {
+    full,
+    datasetFile,
+    synthesis: {
+      candidatesPerHop: synthCount,
+      hops,
+      fuzzes: integer('fuzzes', preset.fuzzes, 0, 8),
+      difficultySamples: integer('difficulty-samples', 4, 1, 256),
+      difficultyThreshold: numberIn(values['difficulty-threshold'], 'difficulty-threshold', 0.45, 0, 1),
+      seed: integer('seed', 13, 0, 2 ** 31 - 1),
+      concurrency: 4,
+    },
+    split: { heldOut, warmStart, candidates },
+    warmStart: {
+      source: warmSource,
+      epochs: sftEpochs,
+      hyperparameters: { learningRate: sftLearningRate, epochs: sftEpochs, batchSize: 4, microBatchSize: 2, trainable: demoTrainable },
+    },
+    band: { enabled: values['no-band'] !== true, ...band, k: bandK },
+    rl: {
+      settings: {
+        mode: 'async',
+        maxSteps: steps,
+        batchSize,
+        groupSize,
+        eta: 4,
+        maxInflight: 2 * batchSize,
+        dropEqualRewardGroups: false,
+        interruptOnPublish: false,
+      },
+      // Rollouts sample (T = 1, the learner's default made explicit) so that a group's samples differ.
+      trajectory: { limits, options: { ...options, temperature: rlRolloutTemperature }, rewardMetric: 'em' },
+      hyperparameters: { learningRate, microBatchSize: 2, trainable: demoTrainable },
+    },
+    evaluation: {
+      k: evalK,
+      temperature: evalTemperature,
+      concurrency: 8,
+      trajectory: { limits, options: { ...options, temperature: evalTemperature } },
+    },
+    references: { sets: referenceLimit > 0 ? [...referenceSets] : [], limit: referenceLimit },
+    fromVersion: text(values['from-version']) ?? null,
+  };
+}
+
+/** The trajectory settings of the band probe: the evaluation's, sampled at the RL rollouts' temperature. */
+export function probeTrajectory(plan: DemoPlan): TrajectorySettings {
+  return { ...plan.evaluation.trajectory, options: { ...(plan.evaluation.trajectory.options ?? {}), temperature: rlRolloutTemperature } };
+}

@@ -1,0 +1,119 @@
+/**
+ * The demo's data decisions, pure: the split of its questions into held-out, warm-start and training
+ * candidates (whole answer groups to one side, so that no held-out answer is ever trained on), the
+ * contamination check of the held-out set against everything trained on, the learnable band, and the
+ * paired RL gain per question with its bootstrap interval.
+ */
+import { ContaminationIndex } from '../../activities/question-sets/contamination.js';
+import { bootstrapInterval, mean, seededRandom } from '../../activities/evaluation/statistics.js';
+import { normalizeAnswer } from '../../activities/reward/metrics.js';
+import type { QuestionRow } from '../../workflows/contracts/learner.contract.js';
+
+export interface SplitCounts {
+  readonly heldOut: number;
+  readonly warmStart: number;
+  readonly candidates: number;
+}
+
+export interface ContaminatedItem {
+  readonly id: string;
+  readonly question: string;
+  readonly matched: string;
+  readonly reason: string;
+  readonly overlap: number;
+}
+
+export interface DemoSplit {
+  readonly heldOut: QuestionRow[];
+  readonly warmStart: QuestionRow[];
+  readonly candidates: QuestionRow[];
+  /** Held-out questions dropped because they overlap a question trained on. */
+  readonly contaminated: ContaminatedItem[];
+  /** Questions left over (beyond the requested counts). */
+  readonly unused: number;
+}
+
+/** Fisher–Yates with the statistics module's seeded generator: the same seed gives the same order everywhere. */
+export function seededShuffle<T>(items: readonly T[], seed: number): T[] {
+  const random = seededRandom(seed);
+  const out = [...items];
+  for (let index = out.length - 1; index > 0; index -= 1) {
+    const pick = Math.floor(random() * (index + 1));
+    [out[index], out[pick]] = [out[pick]!, out[index]!];
+  }
+  return out;
+}
+
+const answerKey = (row: QuestionRow) => normalizeAnswer(row.answers[0] ?? '');
+
+/**
+ * Split `rows`: questions are grouped by their normalised first answer and whole groups go to one
+ * side (held-out first, then warm-start, which needs gold paths, then training candidates), so a
+ * held-out answer is never a training target. Then every held-out question is checked against the
+ * warm-start and training questions (`ContaminationIndex`: equal normalised text, or ≥ 60 % of a
+ * trained question's word 6-grams) and dropped when it overlaps one.
+ */
+export function splitQuestions(rows: readonly QuestionRow[], counts: SplitCounts, seed: number): DemoSplit {
+  const groups = new Map<string, QuestionRow[]>();
+  for (const row of rows) groups.set(answerKey(row), [...(groups.get(answerKey(row)) ?? []), row]);
+  const order = seededShuffle([...groups.keys()].sort(), seed);
+  const heldOut: QuestionRow[] = [];
+  const warmStart: QuestionRow[] = [];
+  const candidates: QuestionRow[] = [];
+  let unused = 0;
+  for (const key of order) {
+    const group = groups.get(key)!;
+    const gold = group.filter((row) => row.goldTurns && row.goldTurns.length > 0);
+    if (heldOut.length < counts.heldOut) heldOut.push(...group.slice(0, counts.heldOut - heldOut.length));
+    else if (warmStart.length < counts.warmStart && gold.length > 0) warmStart.push(...gold.slice(0, counts.warmStart - warmStart.length));
+    else if (candidates.length < counts.candidates) candidates.push(...group.slice(0, counts.candidates - candidates.length));
+    else unused += group.length;
+  }
+  const trained = new ContaminationIndex().add('training', [...warmStart, ...candidates]);
+  const contaminated: ContaminatedItem[] = [];
+  const clean = heldOut.filter((row) => {
+    const verdict = trained.check(row.question);
+    if (!verdict.contaminated) return true;
+    contaminated.push({
+      id: row.id,
+      question: row.question,
+      matched: verdict.itemId ?? '',
+      reason: verdict.reason ?? 'ngram',
+      overlap: verdict.overlap ?? 1,
+    });
+    return false;
+  });
+  return { heldOut: clean, warmStart, candidates, contaminated, unused };
+}
+
+export interface Band {
+  readonly low: number;
+  readonly high: number;
+}
+
+/** Questions whose pass rate p lies strictly inside the band (low < p < high): neither always nor never solved. */
+export function inBand<T extends { readonly passRate: number }>(probed: readonly T[], band: Band): T[] {
+  return probed.filter((item) => item.passRate > band.low && item.passRate < band.high);
+}
+
+export interface PerQuestionScore {
+  readonly questionId: string;
+  /** The question's mean over its samples (EM). */
+  readonly score: number;
+}
+
+export interface PairedDifference {
+  /** Questions scored in both evaluations. */
+  readonly n: number;
+  /** Mean over those questions of after − before. */
+  readonly mean: number;
+  /** 95 % percentile bootstrap interval of that mean, resampling questions (the pairs stay together). */
+  readonly ci95: [number, number];
+}
+
+/** The gain of `after` over `before` question by question (a paired difference), with its bootstrap interval. */
+export function pairedDifference(before: readonly PerQuestionScore[], after: readonly PerQuestionScore[], seed: number): PairedDifference {
+  const earlier = new Map(before.map((item) => [item.questionId, item.score]));
+  const differences = after.filter((item) => earlier.has(item.questionId)).map((item) => item.score - earlier.get(item.questionId)!);
+  return { n: differences.length, mean: mean(differences), ci95: bootstrapInterval(differences, { seed }) };
+}
