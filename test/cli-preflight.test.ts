@@ -33,6 +33,14 @@ fs.writeFileSync(
   `${JSON.stringify({ id: 'q1', question: 'What is the capital of Peru?', answers: ['Lima'], goldTurns: ['<answer>Lima</answer>'] })}\n`,
 );
 
+const withoutGold = path.join(scratch, 'without-gold.jsonl');
+fs.writeFileSync(
+  withoutGold,
+  ['Peru', 'Chile', 'Bolivia']
+    .map((country, index) => JSON.stringify({ id: `p${index}`, question: `What is the capital of ${country}?`, answers: ['x'] }))
+    .join('\n') + '\n',
+);
+
 let environment: NodeJS.ProcessEnv | undefined;
 async function stackEnv(): Promise<NodeJS.ProcessEnv> {
   environment ??= {
@@ -97,6 +105,31 @@ const cases: { readonly what: string; readonly args: string[]; readonly message:
     what: 'demo --batch not a multiple of --group',
     args: ['demo', '--batch', '6', '--group', '4'],
     message: /^longhaul: --batch \(batchSize\): must be a multiple of groupSize \(4\), got 6/,
+  },
+  {
+    what: 'demo with a band outside [0, 1]',
+    args: ['demo', '--band', '0,1.5'],
+    message: /^longhaul: --band: LOW and HIGH are pass rates and must lie in \[0, 1\], got "0,1\.5"/,
+  },
+  {
+    what: 'demo with an empty held-out set',
+    args: ['demo', '--heldout', '0'],
+    message: /^longhaul: --heldout: the held-out set would be empty/,
+  },
+  {
+    what: 'demo asking for the gold warm start with a dataset without gold paths',
+    args: ['demo', '--dataset', withoutGold],
+    message: /^longhaul: --dataset: .*without-gold\.jsonl has no gold paths \(no row has "goldTurns"\).*--warm-start none/,
+  },
+  {
+    what: 'demo --resume of a run that does not exist',
+    args: ['demo', '--resume', 'demo-never-ran'],
+    message: /^longhaul: --resume: no demo run "demo-never-ran"/,
+  },
+  {
+    what: 'demo --resume with other flags',
+    args: ['demo', '--resume', 'demo-never-ran', '--steps', '3'],
+    message: /^longhaul: --resume continues with the run's own plan; leave out --steps/,
   },
   {
     what: 'synth with an unknown synthesizer',

@@ -1,0 +1,55 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { UsageError } from '../command.js';
+import { demoPlan, parseBand, parseHops, presets } from './plan.js';
+
+test('the default plan and --full: sizes, sampling RL rollouts, one RL object', () => {
+  const plan = demoPlan({});
+  assert.equal(plan.full, false);
+  assert.equal(plan.split.heldOut, presets.default.heldout);
+  assert.deepEqual(plan.synthesis.hops, [1]);
+  assert.equal(plan.references.sets.length, 0);
+  assert.equal(plan.rl.trajectory.options?.temperature, 1, 'RL rollouts sample');
+  assert.equal(plan.rl.trajectory.rewardMetric, 'em');
+  assert.equal(plan.evaluation.trajectory.options?.temperature, 0);
+  const full = demoPlan({ full: true });
+  assert.ok(full.split.heldOut >= 200);
+  assert.deepEqual(full.synthesis.hops, [1, 2]);
+  assert.equal(full.references.sets.length, 4);
+  assert.equal(full.references.limit, 20);
+  assert.ok(
+    full.synthesis.candidatesPerHop * full.synthesis.hops.length >= full.split.heldOut + full.split.warmStart + full.split.candidates,
+  );
+  assert.equal(demoPlan({ full: true, 'reference-limit': '0' }).references.sets.length, 0);
+});
+
+const refused = (values: Parameters<typeof demoPlan>[0], flag: RegExp) =>
+  assert.throws(
+    () => demoPlan(values),
+    (error: unknown) => error instanceof UsageError && flag.test(error.message),
+  );
+
+test('bad flags are refused naming the flag', () => {
+  refused({ band: '0,1.5' }, /^--band: .*\[0, 1\]/);
+  refused({ band: '-0.1,0.5' }, /^--band: .*\[0, 1\]/);
+  refused({ band: '0.6,0.4' }, /^--band: LOW must be below HIGH/);
+  refused({ band: 'half' }, /^--band expects LOW,HIGH/);
+  refused({ heldout: '0' }, /^--heldout: the held-out set would be empty/);
+  refused({ 'warm-start': 'silver' }, /^--warm-start expects gold/);
+  refused({ 'eval-k': '4' }, /^--eval-k 4 with --eval-temperature 0/);
+  refused({ hops: '1,1' }, /^--hops expects distinct/);
+  refused({ 'synth-count': '5' }, /^--synth-count: 5 candidates/);
+  refused({ 'eval-temperature': 'warm' }, /^--eval-temperature expects a number/);
+});
+
+test('band and hop lists', () => {
+  assert.deepEqual(parseBand(undefined), { low: 0, high: 1 });
+  assert.deepEqual(parseBand('0.1, 0.9'), { low: 0.1, high: 0.9 });
+  assert.deepEqual(parseHops('2,1', [1]), [2, 1]);
+  assert.deepEqual(parseHops(undefined, [1, 2]), [1, 2]);
+});
+
+test('--warm-start none drops the warm-start set from the split', () => {
+  assert.equal(demoPlan({ 'warm-start': 'none' }).split.warmStart, 0);
+  assert.equal(demoPlan({ 'no-warm-start': true }).warmStart.source, 'none');
+});

@@ -1,0 +1,133 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { normalizeAnswer } from '../../activities/reward/metrics.js';
+import type { QuestionRow } from '../../workflows/contracts/learner.contract.js';
+import { inBand, pairedDifference, seededShuffle, splitQuestions } from './split.js';
+
+const countries = [
+  'Peru',
+  'Chile',
+  'Brazil',
+  'Bolivia',
+  'Ecuador',
+  'Colombia',
+  'Venezuela',
+  'Guyana',
+  'Suriname',
+  'Paraguay',
+  'Uruguay',
+  'Argentina',
+];
+const capitals = [
+  'Lima',
+  'Santiago',
+  'Brasilia',
+  'Sucre',
+  'Quito',
+  'Bogota',
+  'Caracas',
+  'Georgetown',
+  'Paramaribo',
+  'Asuncion',
+  'Montevideo',
+  'Buenos Aires',
+];
+
+/** Two questions per answer (a 1-hop and a 2-hop wording), each with a gold path. */
+function rows(): QuestionRow[] {
+  return countries.flatMap((country, index) => [
+    {
+      id: `q${index}-a`,
+      question: `What is the capital of the country whose ${index}th neighbour is named after ${country} river?`,
+      answers: [capitals[index]!],
+      goldTurns: [`<search>${country}</search>`, `<answer>${capitals[index]}</answer>`],
+    },
+    {
+      id: `q${index}-b`,
+      question: `Which city is the seat of government of the state bordering ${country} with ${index + 3} provinces?`,
+      answers: [capitals[index]!],
+      goldTurns: [`<search>${country}</search>`, `<answer>${capitals[index]}</answer>`],
+    },
+  ]);
+}
+
+test('the split keeps answer groups on one side, fills held-out first, and is the same for the same seed', () => {
+  const split = splitQuestions(rows(), { heldOut: 6, warmStart: 6, candidates: 8 }, 13);
+  assert.equal(split.heldOut.length, 6);
+  assert.equal(split.warmStart.length, 6);
+  assert.equal(split.candidates.length, 8);
+  assert.equal(split.contaminated.length, 0);
+  const answers = (list: QuestionRow[]) => new Set(list.map((row) => normalizeAnswer(row.answers[0]!)));
+  const held = answers(split.heldOut);
+  for (const answer of [...answers(split.warmStart), ...answers(split.candidates)])
+    assert.ok(!held.has(answer), `held-out answer ${answer} is also trained on`);
+  assert.deepEqual(splitQuestions(rows(), { heldOut: 6, warmStart: 6, candidates: 8 }, 13), split);
+  assert.notDeepEqual(
+    splitQuestions(rows(), { heldOut: 6, warmStart: 6, candidates: 8 }, 14).heldOut.map((row) => row.id),
+    split.heldOut.map((row) => row.id),
+  );
+});
+
+test('the warm-start set takes only questions with gold paths', () => {
+  const withoutGold = rows().map((row, index) => (index % 4 === 0 ? row : { id: row.id, question: row.question, answers: row.answers }));
+  const split = splitQuestions(withoutGold, { heldOut: 2, warmStart: 3, candidates: 4 }, 1);
+  assert.equal(split.warmStart.length, 3);
+  assert.ok(split.warmStart.every((row) => row.goldTurns && row.goldTurns.length > 0));
+});
+
+test('a held-out question that overlaps a trained one (same text, other answer spelling) is dropped and named', () => {
+  const base = rows();
+  // The same question text twice under answers that normalise differently: the groups differ, the text does not.
+  const twin: QuestionRow = { ...base[0]!, id: 'twin', answers: ['Ciudad de Lima'] };
+  const all = [...base, twin];
+  let found = false;
+  for (let seed = 0; seed < 40 && !found; seed += 1) {
+    const split = splitQuestions(all, { heldOut: 12, warmStart: 6, candidates: 6 }, seed);
+    const held = new Set([...split.heldOut, ...split.contaminated.map((item) => ({ id: item.id }))].map((row) => row.id));
+    const trained = new Set([...split.warmStart, ...split.candidates].map((row) => row.id));
+    if ((held.has('twin') && trained.has(base[0]!.id)) || (held.has(base[0]!.id) && trained.has('twin'))) {
+      found = true;
+      assert.equal(split.contaminated.length, 1, JSON.stringify(split.contaminated));
+      assert.equal(split.contaminated[0]!.reason, 'normalised-text');
+      assert.ok(!split.heldOut.some((row) => row.id === split.contaminated[0]!.id), 'the contaminated question is out of the held-out set');
+    }
+  }
+  assert.ok(found, 'some seed puts the twins on different sides');
+});
+
+test('the band keeps pass rates strictly inside (low, high)', () => {
+  const probed = [0, 0.25, 0.5, 0.75, 1].map((passRate, index) => ({ id: `q${index}`, passRate }));
+  assert.deepEqual(
+    inBand(probed, { low: 0, high: 1 }).map((item) => item.passRate),
+    [0.25, 0.5, 0.75],
+  );
+  assert.deepEqual(
+    inBand(probed, { low: 0.25, high: 0.8 }).map((item) => item.passRate),
+    [0.5, 0.75],
+  );
+  assert.deepEqual(inBand(probed, { low: 0.9, high: 1 }), []);
+});
+
+test('the paired difference pairs questions by id and resamples the pairs', () => {
+  const before = [0, 0, 1, 1, 0, 0, 1, 0].map((score, index) => ({ questionId: `q${index}`, score }));
+  const after = [1, 1, 1, 1, 1, 0, 1, 1].map((score, index) => ({ questionId: `q${index}`, score }));
+  const gain = pairedDifference(before, [...after].reverse(), 7);
+  assert.equal(gain.n, 8);
+  assert.equal(gain.mean, 4 / 8);
+  assert.ok(gain.ci95[0] > 0 && gain.ci95[0] <= gain.mean && gain.ci95[1] >= gain.mean && gain.ci95[1] <= 1, String(gain.ci95));
+  // Equal scores: zero difference and a zero-width interval, whatever the unpaired spread.
+  const same = pairedDifference(before, before, 7);
+  assert.deepEqual([same.mean, ...same.ci95], [0, 0, 0]);
+  // A question missing from one side is left out.
+  assert.equal(pairedDifference(before.slice(0, 5), after, 7).n, 5);
+});
+
+test('the seeded shuffle is a permutation', () => {
+  const items = Array.from({ length: 50 }, (_, index) => index);
+  const shuffled = seededShuffle(items, 3);
+  assert.deepEqual(
+    [...shuffled].sort((a, b) => a - b),
+    items,
+  );
+  assert.notDeepEqual(shuffled, items);
+});
