@@ -207,9 +207,12 @@ From nothing, on a 2-core machine with no GPU. Stages (each a durable workflow; 
      bootstrap interval; the report (LONGHAUL_HOME/reports/<run>.html, its path printed last):
      held-out accuracy per stage with intervals, tool calls per question and behaviour per version
 
-Defaults (≤ 30 minutes here): 1-hop questions without fuzz, 36 candidates, 8 held-out, 12 warm-start
-and 12 training candidates, closed-book difficulty check with 4 samples (threshold 0.45: all 4 wrong),
-band probe k = 4, 2 RL steps of 8 trajectories (G = 4), ≤ 6 turns × 48 tokens, evaluation k = 1 greedy.
+Defaults (≤ 30 minutes here): 1-hop questions without fuzz (two documents to find: the named
+entity's, then the answer's), 36 candidates, 8 held-out, 10 warm-start and 12 training candidates;
+the closed-book difficulty check draws 4 samples with threshold 0.45, so a question is kept only when
+all 4 are wrong (Wilson bound 0.51): the fewest generations that still reject what the model knows
+without tools (16, the synthesizer's default, costs 4× the tokens); band probe k = 4; 2 RL steps of 8
+trajectories (G = 4); ≤ 6 turns × 48 tokens; evaluation k = 1, greedy.
 --full: 1- and 2-hop questions with one fuzz, 150 candidates per hop count, ≥ 200 held-out
 (--heldout 200), 24 warm-start, 32 training candidates, 6 RL steps, ≤ 8 turns, and the outside
 reference sets of LONGHAUL_DATA_ROOT (Bamboogle, HotpotQA, 2Wiki, MuSiQue; --reference-limit 20 each)
@@ -498,7 +501,13 @@ warm start, a --band outside [0, 1], an empty held-out set (--heldout 0, or a --
         `6/7 async RL: ${String(plan.rl.settings.maxSteps)} steps of ${String(plan.rl.settings.batchSize)} trajectories (G=${String(plan.rl.settings.groupSize)})`,
       );
       const learned = await phases.run<LearnerResult>('rl', async () => {
-        await restartInference(rlStartVersion);
+        // A learner of this run still running (this process was killed) has published newer versions: serve the newest.
+        const running = await client.workflow
+          .getHandle(`learner-${runId}`)
+          .describe()
+          .then((description) => description.status.name === 'RUNNING')
+          .catch(() => false);
+        await restartInference(running ? ((await versions.latest())?.version ?? rlStartVersion) : rlStartVersion);
         const { handle, how } = await startOrAttach(client, learnerWorkflowType, {
           taskQueue,
           workflowId: `learner-${runId}`,

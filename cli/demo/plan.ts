@@ -108,7 +108,7 @@ export const presets = {
     hops: [1],
     fuzzes: 0,
     heldout: 8,
-    sftQuestions: 12,
+    sftQuestions: 10,
     trainCandidates: 12,
     sftEpochs: 4,
     bandK: 4,

@@ -18,6 +18,7 @@ import { learnerStateQuery, type LearnerResult, type LearnerState, type StepStat
 import type {
   CountPoint,
   DatasetStatistics,
+  DemoStageRow,
   IntervalPoint,
   ReportModel,
   StepPoint,
@@ -60,15 +61,70 @@ interface LearnerFacts {
   readonly finalVersion: number | null;
 }
 
-/** The demo's JSON report (cli/commands/demo.command.ts), read loosely: only `learning` and `seconds` are used. */
-function demoReport(home: string, runId: string): { learning?: Partial<LearnerResult>; seconds?: number } | null {
+interface DemoStageRecord {
+  readonly stage: string;
+  readonly version: number;
+  readonly heldOut: DemoEvaluationRecord;
+  readonly references?: readonly DemoEvaluationRecord[];
+}
+
+interface DemoEvaluationRecord {
+  readonly dataset: string;
+  readonly questions: number;
+  readonly k: number;
+  readonly em: number;
+  readonly emCi95: readonly [number, number];
+  readonly meanToolCalls: number;
+  readonly toolCallsDistribution?: Readonly<Record<string, number>>;
+  readonly behaviour?: DemoStageRow['behaviour'];
+}
+
+interface DemoGainRecord {
+  readonly n: number;
+  readonly mean: number;
+  readonly ci95: readonly [number, number];
+}
+
+interface DemoReportFile {
+  learning?: Partial<LearnerResult>;
+  seconds?: number;
+  stages?: readonly DemoStageRecord[];
+  rlGain?: DemoGainRecord;
+  warmGain?: DemoGainRecord | null;
+}
+
+/** The demo's JSON report (cli/commands/demo.command.ts), read loosely: `learning`, `seconds`, and its stages and gains. */
+function demoReport(home: string, runId: string): DemoReportFile | null {
   const file = path.join(home, 'reports', `${runId}.json`);
   if (!fs.existsSync(file)) return null;
   try {
-    return JSON.parse(fs.readFileSync(file, 'utf8')) as { learning?: Partial<LearnerResult>; seconds?: number };
+    return JSON.parse(fs.readFileSync(file, 'utf8')) as DemoReportFile;
   } catch {
     return null;
   }
+}
+
+/** The demo's stages and paired gains, as the report shows them; undefined for a run that is no demo. */
+function demoStages(home: string, runId: string): Pick<ReportModel, 'demoStages' | 'demoGains'> {
+  const demo = demoReport(home, runId);
+  if (!demo?.stages?.length) return {};
+  const stages: DemoStageRow[] = demo.stages.map((stage) => ({
+    stage: stage.stage,
+    version: stage.version,
+    questions: stage.heldOut.questions,
+    k: stage.heldOut.k,
+    em: stage.heldOut.em,
+    emCi95: stage.heldOut.emCi95,
+    meanToolCalls: stage.heldOut.meanToolCalls,
+    toolCallsDistribution: stage.heldOut.toolCallsDistribution ?? {},
+    behaviour: stage.heldOut.behaviour ?? null,
+    references: (stage.references ?? []).map((set) => ({ dataset: set.dataset, em: set.em, emCi95: set.emCi95 })),
+  }));
+  const gains = [
+    ...(demo.warmGain ? [{ label: 'warm start − base', ...demo.warmGain }] : []),
+    ...(demo.rlGain ? [{ label: `RL − ${demo.warmGain ? 'warm start' : 'base'}`, ...demo.rlGain }] : []),
+  ];
+  return { demoStages: stages, demoGains: gains };
 }
 
 async function learnerFacts(client: Client | null, home: string, runId: string, notes: string[]): Promise<LearnerFacts | null> {
@@ -360,6 +416,7 @@ export async function gatherReport(sources: ReportSources, options: GatherOption
       page: null,
     })),
     notes,
+    ...demoStages(sources.home, runId),
   };
   return { model, views };
 }

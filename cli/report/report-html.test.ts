@@ -117,6 +117,50 @@ test('held-out points without an interval are drawn at their mean; evaluation re
   );
 });
 
+test('a demo run shows its stages: held-out EM with intervals, tool calls per question, behaviour, reference sets and the paired gains', () => {
+  const behaviour = {
+    version: 3,
+    trajectories: 8,
+    answered: 6,
+    verifiedShare: 0.5,
+    meanDistinctDocuments: 2.25,
+    uncertaintyShare: 0,
+    conflictShare: 0,
+    meanToolCalls: 3,
+    meanSearches: 1.5,
+    meanToolCallsPerQuestion: 3,
+    meanReward: 0.5,
+  };
+  const stage = (name: string, version: number, em: number) => ({
+    stage: name,
+    version,
+    questions: 8,
+    k: 1,
+    em,
+    emCi95: [em / 2, Math.min(1, em * 1.5)] as const,
+    meanToolCalls: version,
+    toolCallsDistribution: { '0': 2, [String(version + 1)]: 6 },
+    behaviour: version === 0 ? null : { ...behaviour, version },
+    references: [{ dataset: 'bamboogle', em: em / 4, emCi95: [0, em / 2] as const }],
+  });
+  const html = renderReport(
+    emptyModel({
+      demoStages: [stage('base', 0, 0), stage('warm', 1, 0.25), stage('rl', 3, 0.5)],
+      demoGains: [{ label: 'RL − warm start', n: 8, mean: 0.25, ci95: [0.125, 0.5] }],
+    }),
+    runtime,
+  );
+  assert.match(html, /Demo stages: held-out accuracy and behaviour per version/);
+  assert.match(
+    html,
+    /<td>rl<\/td><td>v3<\/td><td>0\.500 \[0\.250, 0\.750\]<\/td><td>8 × 1<\/td><td>3\.00<\/td><td>0: 2 · 4: 6<\/td><td>50 %<\/td><td>2\.25<\/td><td>0\.125 \[0\.000, 0\.250\]<\/td>/,
+  );
+  assert.match(html, /<td>base<\/td><td>v0<\/td>.*<td>–<\/td><td>–<\/td>/);
+  assert.match(html, /<th>bamboogle EM \[95 % CI\]<\/th>/);
+  assert.match(html, /<td>RL − warm start<\/td><td>8<\/td><td>0\.250<\/td><td>\[0\.125, 0\.500\]<\/td>/);
+  assert.doesNotMatch(renderReport(emptyModel(), runtime), /Demo stages/);
+});
+
 test('step points: busy fraction over the time since the previous step, unknown for the first without a start', () => {
   const history = [
     { step: 0, version: 1, meanReward: 0.5, maxStaleness: 0, trainSeconds: 10, finishedAtMs: 100_000 },

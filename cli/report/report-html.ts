@@ -347,6 +347,51 @@ export function renderReport(model: ReportModel, runtime: ChartRuntime): string 
       fixed(row.meanReward),
     ]),
   );
+  const stageRows = model.demoStages ?? [];
+  const referenceNames = [...new Set(stageRows.flatMap((row) => row.references.map((set) => set.dataset)))];
+  const demoStages = stageRows.length
+    ? table(
+        [
+          'stage',
+          'version',
+          'held-out EM Avg@k [95 % CI]',
+          'questions × k',
+          'tool calls / question',
+          'tool calls per sample (count: samples)',
+          'verified by a further search',
+          'distinct documents',
+          ...referenceNames.map((name) => `${name} EM [95 % CI]`),
+        ],
+        stageRows.map((row) => [
+          escapeHtml(row.stage),
+          `v${row.version}`,
+          `${fixed(row.em)} [${fixed(row.emCi95[0])}, ${fixed(row.emCi95[1])}]`,
+          `${row.questions} × ${row.k}`,
+          fixed(row.meanToolCalls, 2),
+          escapeHtml(
+            Object.entries(row.toolCallsDistribution)
+              .sort(([a], [b]) => Number(a) - Number(b))
+              .map(([calls, samples]) => `${calls}: ${samples}`)
+              .join(' · ') || '–',
+          ),
+          percent(row.behaviour?.verifiedShare ?? null),
+          row.behaviour ? fixed(row.behaviour.meanDistinctDocuments, 2) : '–',
+          ...referenceNames.map((name) => {
+            const set = row.references.find((entry) => entry.dataset === name);
+            return set ? `${fixed(set.em)} [${fixed(set.emCi95[0])}, ${fixed(set.emCi95[1])}]` : '–';
+          }),
+        ]),
+      ) +
+      table(
+        ['paired difference (per held-out question)', 'questions', 'mean EM gain', '95 % CI (bootstrap over questions)'],
+        (model.demoGains ?? []).map((gain) => [
+          escapeHtml(gain.label),
+          String(gain.n),
+          fixed(gain.mean),
+          `[${fixed(gain.ci95[0])}, ${fixed(gain.ci95[1])}]`,
+        ]),
+      )
+    : '';
   const dataset = model.dataset
     ? table(
         ['key', 'questions', 'mean question length', 'answers per question', 'with a gold path', 'other fields'],
@@ -407,6 +452,7 @@ ${charts
   .join('\n')}
 </div>
 ${charts.length === 0 ? '<p class="empty">no data to chart for this run</p>' : ''}
+${demoStages ? `<h2>Demo stages: held-out accuracy and behaviour per version</h2>\n<p class="muted">Each stage evaluated the synthesized held-out set with the evaluation workflow; the gain is paired per question (longhaul demo).</p>\n${demoStages}` : ''}
 <h2>Benchmarks (evaluation results)</h2>
 ${benchmarks}
 <h2>Behaviour across versions</h2>

@@ -67,6 +67,22 @@ export interface DatasetStatistics {
   readonly extraFields: Readonly<Record<string, number>>;
 }
 
+/** One stage of a demo run (base, warm start, RL): held-out accuracy and behaviour of the version it evaluated. */
+export interface DemoStageRow {
+  readonly stage: string;
+  readonly version: number;
+  readonly questions: number;
+  readonly k: number;
+  readonly em: number;
+  readonly emCi95: readonly [number, number];
+  /** Mean tool calls per question, and the samples per tool-call count. */
+  readonly meanToolCalls: number;
+  readonly toolCallsDistribution: Readonly<Record<string, number>>;
+  readonly behaviour: VersionBehaviour | null;
+  /** Outside reference sets at this stage: dataset, EM and its interval. */
+  readonly references: readonly { readonly dataset: string; readonly em: number; readonly emCi95: readonly [number, number] }[];
+}
+
 export interface ReportModel {
   readonly runId: string;
   readonly generatedAt: string;
@@ -97,6 +113,14 @@ export interface ReportModel {
   readonly trajectories: readonly TrajectoryRow[];
   /** What could not be gathered and why (shown in the report and the summary). */
   readonly notes: readonly string[];
+  /** The demo's stages from its JSON report, when the run is a demo (`longhaul demo`); paired gains beside them. */
+  readonly demoStages?: readonly DemoStageRow[];
+  readonly demoGains?: readonly {
+    readonly label: string;
+    readonly n: number;
+    readonly mean: number;
+    readonly ci95: readonly [number, number];
+  }[];
 }
 
 /** The Vega, Vega-Lite and vega-embed browser builds, inlined into the report. */
