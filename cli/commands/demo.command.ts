@@ -312,7 +312,7 @@ warm start, a --band outside [0, 1], an empty held-out set (--heldout 0, or a --
       phase(
         plan.datasetFile
           ? `2/7 questions from ${plan.datasetFile}`
-          : `2/7 synthesizing questions (${plan.synthesis.hops.join(', ')} hops, ${plan.synthesis.fuzzes} fuzzes, ${plan.synthesis.candidatesPerHop} candidates per hop count)`,
+          : `2/7 synthesizing questions (hop counts ${plan.synthesis.hops.join(', ')}, fuzzes ${plan.synthesis.fuzzes}, ${plan.synthesis.candidatesPerHop} candidates per hop count)`,
       );
       const synthesized = await phases.run<SynthesizedSet[]>('synthesis', async () =>
         plan.datasetFile ? [] : synthesize(context, plan.synthesis),
