@@ -57,7 +57,7 @@ export function createToolActivities(deps: ToolActivityDependencies): ToolActivi
   async function runOne(call: ToolCall, limit: number): Promise<ToolResult> {
     const startedAt = performance.now();
     const finish = (fields: Omit<ToolResult, 'latencyMs' | 'truncated' | 'tool'>): ToolResult => {
-      const { text, truncated } = truncateObservation(fields.observation, limit);
+      const { text, truncated } = truncateObservation(readableText(fields.observation), limit);
       return {
         tool: call.tool,
         ...fields,
@@ -146,6 +146,15 @@ export function createToolActivities(deps: ToolActivityDependencies): ToolActivi
       return deps.registry.describe(input?.names);
     },
   };
+}
+
+/**
+ * Text an observation can carry everywhere it goes (blobs, Postgres text, the prompt): NUL characters
+ * removed (a page or an API answer may hold them; Postgres refuses them) and unpaired surrogates
+ * replaced with U+FFFD.
+ */
+export function readableText(text: string): string {
+  return text.replaceAll('\u0000', '').replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD');
 }
 
 /**
