@@ -28,7 +28,7 @@ import { onInterrupt } from '../interrupt.js';
 import { followWorkflow } from '../follow-workflow.js';
 import { preflight } from '../preflight.js';
 import { progressBar } from '../progress.js';
-import { startVersionFlag } from '../start-version.js';
+import { startVersionFlag, startVersionRequest } from '../start-version.js';
 import { followWarmStart } from './warm-start.command.js';
 import { describeProgress, pendingActivityProgress } from '../activity-progress.js';
 import { writeReport } from '../report/write-report.js';
@@ -205,6 +205,8 @@ is a durable workflow: watch them in the Web UI. Flags scale it up on a GPU.
     }, demoFlags);
     const startedAt = Date.now();
     const phase = (name: string) => console.error(`\n▶ ${name} (${((Date.now() - startedAt) / 1000).toFixed(0)} s)`);
+    // Read before anything starts: a bad --from-version exits 2 with the stack untouched.
+    const requestedStartVersion = startVersionRequest(values['from-version'], 'from-version');
     const settings = config();
 
     phase('1/8 starting the stack');
@@ -228,7 +230,7 @@ is a durable workflow: watch them in the Web UI. Flags scale it up on a GPU.
       phase('3/8 preparing SmolLM2-135M-Instruct as the local policy');
       const { versions } = services;
       if (!(await versions.latest())) await runChild(['model', 'prepare']);
-      const startVersion = await startVersionFlag(versions, values['from-version'], 'from-version');
+      const startVersion = await startVersionFlag(versions, requestedStartVersion, 'from-version');
       console.error(`  starting from policy version ${startVersion}`);
       await restartInference(startVersion);
       await stackUp(settings, { workers: true });
