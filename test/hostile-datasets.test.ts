@@ -121,8 +121,9 @@ test(`the dataset-row corpus through the CLI: datasets inspect with and without 
     const results = await cli.runAll(runs.map((entry) => entry.args));
     const failures: string[] = [];
     runs.forEach(({ entry, what, line, file }, index) => {
-      const { code, stdout, stderr } = results[index]!;
+      const { code, stdout, stderr, started } = results[index]!;
       const label = `${entry.id} (${what})`;
+      if (started) failures.push(`${label}: started something (created the home)`);
       if (entry.refused !== undefined || what !== 'inspect') {
         if (code !== 2) failures.push(`${label}: exit ${code}, expected 2: ${stderr.trim().slice(0, 300)}`);
         const message = stderr.trim();

@@ -5,12 +5,14 @@
  * hostile-input corpus's CLI cases.
  */
 import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { repoRoot } from '../../infra/paths.js';
+import { SHARED_CLUSTERS_DIR } from '../../infra/services/postgres.service.js';
 
 const run = promisify(execFile);
 const cli = path.join(repoRoot, 'dist', 'cli', 'main.js');
@@ -24,6 +26,14 @@ async function freePort(): Promise<number> {
   return port;
 }
 
+export interface CliOutcome {
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: string;
+  /** The command created the home: it got past its checks and started something. */
+  readonly started: boolean;
+}
+
 export interface OfflineCli {
   /** A scratch folder for input files, removed by close(). */
   readonly scratch: string;
@@ -34,7 +44,7 @@ export interface OfflineCli {
    * Runs many command lines in one process (test/fixtures/cli-cases.runner.ts: each command's `run`, exit
    * codes as cli/main.ts gives them), results in order. Loading the CLI costs seconds of CPU a process.
    */
-  runAll(argLists: readonly (readonly string[])[]): Promise<{ code: number; stdout: string; stderr: string }[]>;
+  runAll(argLists: readonly (readonly string[])[]): Promise<CliOutcome[]>;
   close(): Promise<void>;
 }
 
@@ -67,11 +77,16 @@ export async function offlineCli(label: string): Promise<OfflineCli> {
       const resultsFile = `${casesFile}.results`;
       fs.writeFileSync(casesFile, JSON.stringify(argLists));
       await run(process.execPath, [runner, casesFile, resultsFile], { env, timeout: 600_000, maxBuffer: 64 * 1024 * 1024 });
-      return JSON.parse(fs.readFileSync(resultsFile, 'utf8')) as { code: number; stdout: string; stderr: string }[];
+      return JSON.parse(fs.readFileSync(resultsFile, 'utf8')) as CliOutcome[];
     },
     async close() {
       // Were a check missing, a command would have started services under `home`: stop them first.
-      if (fs.existsSync(home)) await runOne(['down']).catch(() => undefined);
+      if (fs.existsSync(home)) {
+        await runOne(['down']).catch(() => undefined);
+        // As root, the cluster of a home under a closed folder lives outside it (infra/services/postgres.service.ts).
+        const id = createHash('sha256').update(fs.realpathSync(home)).digest('hex').slice(0, 16);
+        fs.rmSync(path.join(SHARED_CLUSTERS_DIR, `postgres-${id}`), { recursive: true, force: true });
+      }
       fs.rmSync(scratch, { recursive: true, force: true });
     },
   };
