@@ -12,8 +12,8 @@ import { errorTypes } from '../workflows/contracts/errors.js';
 const rowSchema = z
   .object({
     id: z.union([z.string().min(1), z.number()]).transform(String),
-    question: z.string().min(1),
-    answers: z.array(z.string()).min(1),
+    question: z.string().refine((question) => question.trim() !== '', 'expected a non-empty string (not only spaces)'),
+    answers: z.array(z.string().refine((answer) => answer.trim() !== '', 'an answer must not be empty or only spaces')).min(1),
     goldTurns: z
       .array(z.string().refine((turn) => turn.trim() !== '', 'a gold turn must not be empty'))
       .min(1)
@@ -31,7 +31,7 @@ export function parseQuestions(text: string, source: string): QuestionRow[] {
     try {
       value = JSON.parse(line);
     } catch {
-      throw ApplicationFailure.nonRetryable(`${source}:${index + 1}: not valid JSON`, errorTypes.invalidInput);
+      throw ApplicationFailure.nonRetryable(`${source}:${index + 1}: row: not valid JSON`, errorTypes.invalidInput);
     }
     const parsed = rowSchema.safeParse(value);
     if (!parsed.success) {

@@ -4,9 +4,16 @@ import { runStartVersion } from '../gpu/infer/policy-store.js';
 import { integerFlag } from './arguments.js';
 import { UsageError } from './command.js';
 
-/** `--<flag> N` (default: the latest version); a refusal is a UsageError naming the flag, and a fork is said on stderr. */
-export async function startVersionFlag(versions: PolicyVersionStore, value: string | undefined, flag: string): Promise<number> {
-  const requested = value === undefined ? undefined : integerFlag(value, flag, 0, 0, 1_000_000_000);
+/** `--<flag> N` read as a version number (undefined: the latest), refused (exit 2) before anything starts. */
+export function startVersionRequest(value: string | undefined, flag: string): number | undefined {
+  return value === undefined ? undefined : integerFlag(value, flag, 0, 0, 1_000_000_000);
+}
+
+/**
+ * The version a run starts from, for a request read with startVersionRequest (undefined: the latest); a version
+ * that is not registered is a UsageError naming the flag, and a fork is said on stderr.
+ */
+export async function startVersionFlag(versions: PolicyVersionStore, requested: number | undefined, flag: string): Promise<number> {
   const { version, forkedFrom } = await runStartVersion(versions, requested).catch((error: unknown) => {
     throw new UsageError(`--${flag}: ${(error as Error).message}`);
   });

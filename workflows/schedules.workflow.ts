@@ -16,10 +16,20 @@ import {
   type ScheduledEvaluationInput,
 } from './contracts/schedules.contract.js';
 import type { evaluation } from './evaluation.workflow.js';
+import { parseEvaluationInput } from './contracts/evaluation.input.js';
+import { InputError, objectInput, rejectUnknown, stringListField } from './contracts/validate.js';
+import { validated } from './validated.js';
 
 /** Evaluate the newest policy version with the schedule's settings, as a child `evaluation` workflow. */
 export async function scheduledEvaluation(input: ScheduledEvaluationInput): Promise<EvaluationOutcome> {
   const { workflowId, taskQueue } = workflowInfo();
+  // Checked before the first activity: the evaluation's own parser, with the two fields each run sets itself.
+  validated(() => {
+    const fields = objectInput(input, 'scheduledEvaluation');
+    for (const own of ['resultId', 'policyVersion'])
+      if (fields[own] !== undefined) throw new InputError(own, 'is set by each scheduled run; leave it out');
+    return parseEvaluationInput({ ...fields, resultId: resultIdOf(workflowId), policyVersion: 0 });
+  });
   const { scheduledRunContext } = proxyActivities<ScheduleActivities>(activityOptions(queuePrefixOf(taskQueue)).bookkeeping);
   const { policyVersion, commit } = await scheduledRunContext();
   if (policyVersion === null)
@@ -37,6 +47,12 @@ export async function scheduledEvaluation(input: ScheduledEvaluationInput): Prom
 
 /** Run one system benchmark as an activity and store its result per policy version and per commit. */
 export async function scheduledBenchmark(input: ScheduledBenchmarkInput): Promise<BenchmarkRecord> {
+  validated(() => {
+    const fields = objectInput(input, 'scheduledBenchmark');
+    rejectUnknown(fields, ['benchmark', 'args']);
+    if (fields.args !== undefined) stringListField(fields, 'args', { maxItems: 100, maxLength: 1000, default: [] });
+    return fields;
+  });
   if (!schedulableBenchmarks.includes(input.benchmark))
     throw ApplicationFailure.create({
       type: errorTypes.invalidInput,

@@ -57,7 +57,7 @@ export function createToolActivities(deps: ToolActivityDependencies): ToolActivi
   async function runOne(call: ToolCall, limit: number): Promise<ToolResult> {
     const startedAt = performance.now();
     const finish = (fields: Omit<ToolResult, 'latencyMs' | 'truncated' | 'tool'>): ToolResult => {
-      const { text, truncated } = truncateObservation(fields.observation, limit);
+      const { text, truncated } = truncateObservation(readableText(fields.observation), limit);
       return {
         tool: call.tool,
         ...fields,
@@ -74,6 +74,16 @@ export function createToolActivities(deps: ToolActivityDependencies): ToolActivi
         cacheHit: false,
         documentIds: [],
         observation: `Error: unknown tool "${call.tool}" (tools: ${deps.registry.names().join(', ')}).`,
+      });
+    }
+    const unreadable = unreadableText(call.input);
+    if (unreadable) {
+      return finish({
+        ok: false,
+        invalid: true,
+        cacheHit: false,
+        documentIds: [],
+        observation: `Error: invalid input for ${call.tool}: ${unreadable.path || 'input'}: ${unreadable.problem}; send plain text.`,
       });
     }
     const parsed = plugin.inputSchema.safeParse(call.input);
@@ -136,6 +146,46 @@ export function createToolActivities(deps: ToolActivityDependencies): ToolActivi
       return deps.registry.describe(input?.names);
     },
   };
+}
+
+/**
+ * Text an observation can carry everywhere it goes (blobs, Postgres text, the prompt): NUL characters
+ * removed (a page or an API answer may hold them; Postgres refuses them) and unpaired surrogates
+ * replaced with U+FFFD.
+ */
+export function readableText(text: string): string {
+  return text.replaceAll('\u0000', '').replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD');
+}
+
+/**
+ * The first string (or object key) of an input that no tool can take: one holding a NUL character
+ * (Postgres text refuses it, HTTP and SQL break on it) or a UTF-16 surrogate without its pair (not
+ * Unicode; it would reach a tool as U+FFFD). Checked for every tool before its schema, so a plug-in
+ * never sees such text. Returns the path to it ("query", "filters.0") and what is wrong, or null.
+ */
+export function unreadableText(value: unknown, path = ''): { path: string; problem: string } | null {
+  if (typeof value === 'string') {
+    if (value.includes('\u0000')) return { path, problem: 'contains a NUL character (U+0000)' };
+    if (/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(value))
+      return { path, problem: 'contains an unpaired UTF-16 surrogate (not valid Unicode)' };
+    return null;
+  }
+  if (Array.isArray(value)) {
+    for (const [index, inner] of value.entries()) {
+      const found = unreadableText(inner, path ? `${path}.${index}` : String(index));
+      if (found) return found;
+    }
+    return null;
+  }
+  if (value !== null && typeof value === 'object') {
+    for (const [key, inner] of Object.entries(value)) {
+      const keyProblem = unreadableText(key);
+      if (keyProblem) return { path: path || 'input', problem: `has a field name that ${keyProblem.problem}` };
+      const found = unreadableText(inner, path ? `${path}.${key}` : key);
+      if (found) return found;
+    }
+  }
+  return null;
 }
 
 function readTurnMemo(text: string): ToolResult[] | null {

@@ -15,6 +15,7 @@ export function createWebFetchTool(fetcher: PageFetcher, maxChars = 5000): ToolP
       url: z
         .string()
         .trim()
+        .max(2048)
         .url()
         .regex(/^https?:\/\//i, 'expected an http(s) URL')
         .describe('The http(s) URL to fetch.'),

@@ -30,12 +30,11 @@ ${Object.entries(overheadVariants)
                 "breakdown_ms_p50","cpu_ms_per_turn","variants":{…},…}`,
   async run(args: string[]): Promise<number> {
     const { values } = parseFlags(args, { turns: { type: 'string' }, compare: { type: 'boolean' }, json: { type: 'boolean' } });
+    const turns = integerFlag(values.turns, 'turns', 200, 2, 10_000);
     const compare = values.compare ? (Object.keys(overheadVariants) as OverheadVariant[]) : [];
     const settings = config();
     await stackUp(settings, { workers: false });
-    const result = await runOverheadBenchmark(settings, integerFlag(values.turns, 'turns', 200, 2, 10_000), (line) => console.error(line), {
-      compare,
-    });
+    const result = await runOverheadBenchmark(settings, turns, (line) => console.error(line), { compare });
     if (!values.json)
       console.log(
         `per turn p50: ${result.temporal_per_turn_ms_p50} ms through Temporal vs ${result.baseline_per_turn_ms_p50} ms in a plain loop (overhead ${result.per_turn_overhead_ms_p50} ms, ×${result.ratio_p50}); history ${result.history_events} events, ${result.history_bytes} bytes`,
@@ -115,8 +114,6 @@ once in async mode (default 2 × batch; sync always generates one batch at a tim
       'step-seconds': { type: 'string' },
       json: { type: 'boolean' },
     });
-    const settings = config();
-    await stackUp(settings, { workers: false });
     const steps = integerFlag(values.steps, 'steps', 6, 1, 10_000);
     const batchSize = integerFlag(values.batch, 'batch', 16, 1, 10_000);
     const groupSize = integerFlag(values.group, 'group', 4, 1, 256);
@@ -131,6 +128,8 @@ once in async mode (default 2 × batch; sync always generates one batch at a tim
       stepSeconds: integerFlag(values['step-seconds'], 'step-seconds', 20, 0, 3600),
       maxInflight: integerFlag(values['max-inflight'], 'max-inflight', 2 * batchSize, groupSize, 100_000),
     };
+    const settings = config();
+    await stackUp(settings, { workers: false });
     const result = await runAsyncBenchmark(settings, options, (line) => console.error(line));
     if (!values.json) {
       console.log(`sync:  ${result.sync.samples_per_hour} samples/h, trainer busy ${(result.sync.trainer_busy * 100).toFixed(0)} %`);

@@ -38,6 +38,7 @@ const searchBenchmark: Benchmark = {
       'embeddings-url': { type: 'string' },
       'embeddings-model': { type: 'string' },
     });
+    const queries = integerFlag(values.queries, 'queries', 400, 10, 1_000_000);
     const questionsFile = values.questions ?? path.join(sharedData, 'musique_train.json');
     const corpusFile = values.corpus ?? path.join(sharedData, 'musique_train_corpus.json');
     for (const [flag, file] of [
@@ -53,7 +54,7 @@ const searchBenchmark: Benchmark = {
       corpusFile,
       toolsDir: settings.toolsDir,
       large: Boolean(values.large),
-      queries: integerFlag(values.queries, 'queries', 400, 10, 1_000_000),
+      queries,
       log: (message) => console.error(message),
       embeddings: values['embeddings-url']
         ? { url: values['embeddings-url'], model: values['embeddings-model'] ?? 'multilingual-e5-small' }

@@ -26,13 +26,14 @@ stats   documents and passages in the search tables`,
     );
     const [action] = positionals;
     if (action !== 'build' && action !== 'stats') throw new UsageError(`expected build or stats, got "${action ?? ''}"`);
+    const minCityPopulation = integerFlag(values['min-city-population'], 'min-city-population', 15_000, 0, 100_000_000);
     const settings = config();
     const pool = await openSearchDatabase(settings, 4);
     try {
       if (action === 'build') {
         const report = await buildDefaultCorpus(pool, {
           toolsDir: settings.toolsDir,
-          minCityPopulation: integerFlag(values['min-city-population'], 'min-city-population', 15_000, 0, 100_000_000),
+          minCityPopulation,
           wikipedia: !values['no-wikipedia'],
           onProgress: (message) => {
             if (!values.json) console.error(message);

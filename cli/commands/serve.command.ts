@@ -5,7 +5,7 @@ import { createOpenAIServer } from '../../gpu/infer/openai-server.js';
 import { openLocalPolicy } from '../../composition/policy-backend.js';
 import { openServices } from '../../composition/services.js';
 import { integerFlag, parseFlags } from '../arguments.js';
-import type { Command } from '../command.js';
+import { UsageError, type Command } from '../command.js';
 
 export const serveCommand: Command = {
   name: 'serve',
@@ -29,15 +29,20 @@ export const serveCommand: Command = {
       name: { type: 'string' },
     });
     const port = integerFlag(values.port, 'port', 8000, 0, 65535);
+    const version = values.version === undefined ? undefined : integerFlag(values.version, 'version', 0, 0, 2 ** 31 - 1);
     const settings = config();
     const threads = settings.policy.threads;
     const executionProviders = settings.policy.executionProvider === 'cuda' ? (['cuda', 'cpu'] as const) : (['cpu'] as const);
     const modelDir = values['model-dir'] ?? settings.policy.modelDir;
+    if (version !== undefined && !modelDir)
+      throw new UsageError(
+        '--version names the version a --model-dir holds; without --model-dir, LONGHAUL_POLICY_VERSION picks the registered version',
+      );
     let backend;
     if (modelDir) {
       backend = await createOnnxBackend({
         modelDir,
-        version: integerFlag(values.version, 'version', settings.policy.version ?? 0, 0),
+        version: version ?? settings.policy.version ?? 0,
         threads,
         executionProviders,
       });

@@ -23,13 +23,14 @@ longhaul tools stats [--since-minutes N] [--json]
     const [action, ...rest] = positionals;
     if (action !== 'list' && action !== 'run' && action !== 'stats')
       throw new UsageError(`expected list, run or stats, got "${action ?? ''}"`);
+    const since = sinceFlag(values['since-minutes']);
     const settings = config();
     const pool = await openSearchDatabase(settings, 4);
     const tools = buildToolRegistry(settings, pool);
     const store = createPgToolCallStore(pool);
     try {
       if (action === 'list') return list(tools.registry, Boolean(values.json));
-      if (action === 'stats') return await stats(store, values['since-minutes'], Boolean(values.json));
+      if (action === 'stats') return await stats(store, since, Boolean(values.json));
       const [tool, inputText] = rest;
       if (!tool || inputText === undefined) throw new UsageError("run expects <tool> and '<json input>'");
       const input = parseJson(inputText);
@@ -65,13 +66,15 @@ function list(registry: ReturnType<typeof buildToolRegistry>['registry'], json: 
   return 0;
 }
 
-async function stats(store: ReturnType<typeof createPgToolCallStore>, sinceMinutes: string | undefined, json: boolean): Promise<number> {
-  let since: Date | undefined;
-  if (sinceMinutes !== undefined) {
-    const minutes = Number(sinceMinutes);
-    if (!Number.isFinite(minutes) || minutes <= 0) throw new UsageError(`--since-minutes expects a positive number, got "${sinceMinutes}"`);
-    since = new Date(Date.now() - minutes * 60_000);
-  }
+/** `--since-minutes N`, read before anything is opened. */
+function sinceFlag(sinceMinutes: string | undefined): Date | undefined {
+  if (sinceMinutes === undefined) return undefined;
+  const minutes = Number(sinceMinutes);
+  if (!Number.isFinite(minutes) || minutes <= 0) throw new UsageError(`--since-minutes expects a positive number, got "${sinceMinutes}"`);
+  return new Date(Date.now() - minutes * 60_000);
+}
+
+async function stats(store: ReturnType<typeof createPgToolCallStore>, since: Date | undefined, json: boolean): Promise<number> {
   const rows = await store.stats(since);
   if (json) {
     console.log(JSON.stringify({ tools: rows }));

@@ -21,7 +21,7 @@ import { UsageError, type Command } from '../command.js';
 import { followWorkflow } from '../follow-workflow.js';
 import { jsonObjectFlag, preflight } from '../preflight.js';
 import { progressBar } from '../progress.js';
-import { startVersionFlag } from '../start-version.js';
+import { startVersionFlag, startVersionRequest } from '../start-version.js';
 
 /** The flag behind each learner input field, for preflight refusals. */
 const learnerFlags = {
@@ -211,12 +211,14 @@ flag and the field).`,
       },
       values.lr === undefined ? { ...learnerFlags, 'hyperparameters.learningRate': 'hyperparameters' } : learnerFlags,
     );
+    // Read before anything starts: a bad --start-version exits 2 with the stack untouched.
+    const requestedStartVersion = startVersionRequest(values['start-version'], 'start-version');
     const settings = config();
     await stackUp(settings, { workers: true });
     const services = openServices(settings);
     try {
       await services.blobs.put(datasetKey, text, 'application/x-ndjson');
-      const startVersion = await startVersionFlag(services.versions, values['start-version'], 'start-version');
+      const startVersion = await startVersionFlag(services.versions, requestedStartVersion, 'start-version');
       const client = await services.client();
       const handle = await client.workflow.start(learnerWorkflowType, {
         taskQueue: taskQueueName('agent', settings.taskQueuePrefix),

@@ -20,7 +20,7 @@ import { UsageError, type Command } from '../command.js';
 import { followWorkflow } from '../follow-workflow.js';
 import { preflight } from '../preflight.js';
 import { progressBar } from '../progress.js';
-import { startVersionFlag } from '../start-version.js';
+import { startVersionFlag, startVersionRequest } from '../start-version.js';
 import { describeProgress, pendingActivityProgress } from '../activity-progress.js';
 
 /** Follow a warm-start run with progress bars (trajectories, then the engine's updates) until it ends. */
@@ -138,11 +138,13 @@ queue, publishing one new policy version. Survives any crash; watch it in the We
       parseTrajectoryInput({ question: 'preflight', ...warmStartInput.trajectory });
       parseSftHyperparameters(warmStartInput.hyperparameters);
     }, warmStartFlags);
+    // Read before anything starts: a bad --start-version exits 2 with the stack untouched.
+    const requestedStartVersion = startVersionRequest(values['start-version'], 'start-version');
     const settings = config();
     await stackUp(settings, { workers: true });
     const services = openServices(settings);
     try {
-      const startVersion = await startVersionFlag(services.versions, values['start-version'], 'start-version');
+      const startVersion = await startVersionFlag(services.versions, requestedStartVersion, 'start-version');
       await services.blobs.put(datasetKey, text, 'application/x-ndjson');
       const client = await services.client();
       const workflowId = `warm-start-${runId}`;

@@ -9,6 +9,7 @@ import type { TrajectorySettings } from '../../workflows/contracts/trajectory.co
 import { rlRolloutTemperature } from '../../workflows/trajectory-child.js';
 import { integerFlag, rateFlag } from '../arguments.js';
 import { UsageError } from '../command.js';
+import { startVersionRequest } from '../start-version.js';
 
 /** The demo trains the last four of SmolLM2-135M's 30 layers and the final norm: fits 2 CPU cores. */
 export const demoTrainable = { mode: 'freeze', trainPatterns: ['layers\\.(2[6-9])\\.', 'norm\\.weight$'] };
@@ -61,7 +62,7 @@ export interface DemoPlan {
   };
   /** Outside reference sets evaluated at each stage (empty: none). */
   readonly references: { readonly sets: readonly string[]; readonly limit: number };
-  readonly fromVersion: string | null;
+  readonly fromVersion: number | null;
 }
 
 /** The demo's flags (parseArgs options). */
@@ -257,7 +258,7 @@ export function demoPlan(values: DemoFlagValues): DemoPlan {
       trajectory: { limits, options: { ...options, temperature: evalTemperature } },
     },
     references: { sets: referenceLimit > 0 ? [...referenceSets] : [], limit: referenceLimit },
-    fromVersion: text(values['from-version']) ?? null,
+    fromVersion: startVersionRequest(text(values['from-version']), 'from-version') ?? null,
   };
 }
 

@@ -169,6 +169,15 @@ function request(
           resolve({ status, location, retryAfter, contentType, body: Buffer.alloc(0), cut: false });
           return;
         }
+        const encoding = String(incoming.headers['content-encoding'] ?? 'identity')
+          .trim()
+          .toLowerCase();
+        if (encoding !== '' && encoding !== 'identity') {
+          // We never ask for compression (no accept-encoding), so compressed bytes would reach the agent as garbage.
+          incoming.destroy();
+          reject(new WebFetchError('CONTENT_TYPE', `refused: content encoding "${encoding}" was not asked for`));
+          return;
+        }
         if (!TEXT_TYPES.test(contentType)) {
           incoming.destroy();
           reject(new WebFetchError('CONTENT_TYPE', `refused: content type "${contentType || 'none'}" is not text`));

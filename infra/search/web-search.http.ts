@@ -15,20 +15,8 @@ export interface WebSearchOptions {
   readonly maxBytes?: number;
 }
 
-const searxngSchema = z
-  .object({
-    results: z
-      .array(z.object({ title: z.string().nullish(), url: z.string().nullish(), content: z.string().nullish() }).passthrough())
-      .nullish(),
-  })
-  .passthrough();
-const serperSchema = z
-  .object({
-    organic: z
-      .array(z.object({ title: z.string().nullish(), link: z.string().nullish(), snippet: z.string().nullish() }).passthrough())
-      .nullish(),
-  })
-  .passthrough();
+const searxngEntry = z.object({ title: z.string().nullish(), url: z.string().nullish(), content: z.string().nullish() }).passthrough();
+const serperEntry = z.object({ title: z.string().nullish(), link: z.string().nullish(), snippet: z.string().nullish() }).passthrough();
 
 export function createHttpWebSearchClient(options: WebSearchOptions): WebSearchClient {
   return {
@@ -44,24 +32,30 @@ export function createHttpWebSearchClient(options: WebSearchOptions): WebSearchC
       }
       if (!response.ok) throw new Error(`search API answered HTTP ${response.status}`);
       const text = await readCapped(response, options.maxBytes ?? 2 * 1024 * 1024, signal, options.timeoutMs);
-      let body: unknown = null;
+      let body: unknown;
       try {
         body = JSON.parse(text);
       } catch {
-        body = null;
+        const type = response.headers.get('content-type') ?? 'none';
+        throw new Error(`the search API answered something that is not JSON (content type ${type}, ${text.length} characters)`);
       }
+      // An answer without the list (a captcha page as JSON, an error object) says so instead of "no results".
+      const list = options.api === 'searxng' ? 'results' : 'organic';
+      if (body === null || typeof body !== 'object' || Array.isArray(body))
+        throw new Error(`the search API answered JSON without a list of results (${JSON.stringify(body).slice(0, 60)})`);
+      const entries = (body as Record<string, unknown>)[list];
+      if (!Array.isArray(entries) && entries !== null && entries !== undefined)
+        throw new Error(`the search API answered JSON without a list of results ("${list}" is ${typeof entries}, not a list)`);
       const results: WebSearchResult[] =
         options.api === 'searxng'
-          ? (searxngSchema.safeParse(body).data?.results ?? []).map((r) => ({
-              title: r.title ?? '',
-              url: r.url ?? '',
-              snippet: r.content ?? '',
-            }))
-          : (serperSchema.safeParse(body).data?.organic ?? []).map((r) => ({
-              title: r.title ?? '',
-              url: r.link ?? '',
-              snippet: r.snippet ?? '',
-            }));
+          ? (Array.isArray(entries) ? entries : []).flatMap((entry) => {
+              const r = searxngEntry.safeParse(entry).data;
+              return r ? [{ title: r.title ?? '', url: r.url ?? '', snippet: r.content ?? '' }] : [];
+            })
+          : (Array.isArray(entries) ? entries : []).flatMap((entry) => {
+              const r = serperEntry.safeParse(entry).data;
+              return r ? [{ title: r.title ?? '', url: r.link ?? '', snippet: r.snippet ?? '' }] : [];
+            });
       return results.filter((result) => result.url !== '').slice(0, k);
     },
   };
