@@ -11,7 +11,7 @@ import { stackUp } from '../../infra/services/stack.js';
 import { workerService } from '../../infra/services/workers.service.js';
 import { parseRlHyperparameters, parseSftHyperparameters } from '../../gpu/train/train-step.schema.js';
 import { parseEvaluationInput } from '../../workflows/contracts/evaluation.input.js';
-import { parseLearnerSettings } from '../../workflows/contracts/learner.input.js';
+import { parseLearnerCurriculum, parseLearnerSettings } from '../../workflows/contracts/learner.input.js';
 import { taskQueueName } from '../../workflows/contracts/queues.js';
 import { parseSynthesisRunInput } from '../../workflows/contracts/synthesis.input.js';
 import { parseTrajectoryInput } from '../../workflows/contracts/trajectory.input.js';
@@ -106,6 +106,7 @@ function checkPlan(plan: DemoPlan): void {
     parseLearnerSettings(plan.rl.settings);
     parseTrajectoryInput({ question: 'preflight', ...plan.rl.trajectory });
     parseRlHyperparameters(plan.rl.hyperparameters, Number(plan.rl.settings.groupSize));
+    if (plan.rl.curriculum) parseLearnerCurriculum({ ...plan.rl.curriculum, activeSize: 1 });
     if (plan.warmStart.source === 'gold') parseSftHyperparameters(plan.warmStart.hyperparameters);
     for (const hops of plan.synthesis.hops)
       parseSynthesisRunInput({
@@ -237,6 +238,10 @@ terminates them; an evaluation then keeps the questions it had scored).
   --sft-epochs N         passes over the gold paths (default 4)   --sft-lr X   (default 3e-4)
   --band LOW,HIGH        keep LOW < pass rate < HIGH, both in [0, 1] (default 0,1)
   --band-k K             samples per candidate for the band (default 4)   --no-band   train on all candidates
+  --reward METRIC        RL reward: f1_format (0.9·F1 + 0.1·format, default), f1, em, cover_em
+  --no-curriculum        keep every training question all run (default: the learner's curriculum
+                         retires a question after 2 groups in a row all passing or 3 with none passing,
+                         and the next one enters: band questions first, then the harder ones)
   --steps N              RL steps (default 2)      --batch N   trajectories per step (default 8)
   --group N              samples per question (default 4)      --lr X   RL learning rate (default 2e-5)
   --max-turns N          turns per trajectory (default 6)      --max-new-tokens N   per turn (default 48)
@@ -480,7 +485,10 @@ warm start, a --band outside [0, 1], an empty held-out set (--heldout 0, or a --
           ).map((item) => item.questionId),
         );
         const fallback = kept.size === 0;
-        const train = fallback ? candidates : candidates.filter((row) => kept.has(row.id));
+        // The band first; with the curriculum the harder questions (pass rate at or below LOW) follow as its
+        // reserve, entering as band questions are mastered. Questions already at or above HIGH are left out.
+        const harder = plan.rl.curriculum ? candidates.filter((row) => !kept.has(row.id) && (passRates[row.id] ?? 0) <= plan.band.low) : [];
+        const train = fallback ? candidates : [...candidates.filter((row) => kept.has(row.id)), ...harder];
         await blobs.put(trainKey, jsonl(train), 'application/x-ndjson');
         return { probed: candidates.length, kept: kept.size, passRates, histogram, fallback, trainKey, seconds: probe.seconds };
       });
@@ -520,6 +528,15 @@ warm start, a --band outside [0, 1], an empty held-out set (--heldout 0, or a --
               settings: plan.rl.settings,
               trajectory: plan.rl.trajectory,
               hyperparameters: plan.rl.hyperparameters,
+              // The active set starts as the band (or every candidate when the band came out empty).
+              ...(plan.rl.curriculum
+                ? {
+                    curriculum: {
+                      ...plan.rl.curriculum,
+                      activeSize: Math.max(1, Math.min(band.fallback ? band.probed : band.kept, Number(plan.rl.settings.batchSize))),
+                    },
+                  }
+                : {}),
             },
           ],
         });

@@ -42,6 +42,8 @@ export interface RlConfiguration {
   readonly settings: Record<string, unknown>;
   readonly trajectory: TrajectorySettings;
   readonly hyperparameters: Record<string, unknown>;
+  /** The learner's curriculum (workflows/learner-curriculum.ts) without its activeSize, set from the band; null: off. */
+  readonly curriculum: Record<string, unknown> | null;
 }
 
 export interface DemoPlan {
@@ -88,6 +90,8 @@ export const demoFlagOptions = {
   band: { type: 'string' },
   'band-k': { type: 'string' },
   'no-band': { type: 'boolean' },
+  reward: { type: 'string' },
+  'no-curriculum': { type: 'boolean' },
   steps: { type: 'string' },
   batch: { type: 'string' },
   group: { type: 'string' },
@@ -149,6 +153,9 @@ function numberIn(value: string | boolean | undefined, flag: string, fallback: n
 }
 
 const text = (value: string | boolean | undefined): string | undefined => (typeof value === 'string' ? value : undefined);
+
+/** The rewards RL may train on in the demo (the judge needs a model server). */
+export const rlRewardMetrics = ['f1_format', 'f1', 'em', 'cover_em'] as const;
 
 /** `--band LOW,HIGH`: both in [0, 1], LOW < HIGH. */
 export function parseBand(value: string | undefined): { low: number; high: number } {
@@ -214,6 +221,9 @@ export function demoPlan(values: DemoFlagValues): DemoPlan {
       `--eval-k ${evalK} with --eval-temperature 0 gives ${evalK} identical greedy samples; set --eval-temperature (e.g. 0.7)`,
     );
   const referenceLimit = integer('reference-limit', preset.referenceLimit, 0, 100_000);
+  const reward = text(values.reward) ?? 'f1_format';
+  if (!(rlRewardMetrics as readonly string[]).includes(reward))
+    throw new UsageError(`--reward expects one of ${rlRewardMetrics.join(', ')} (the RL reward), got "${reward}"`);
 
   const limits = { maxTurns, maxNewTokensPerTurn: maxNewTokens, maxRepeats: 2 };
   const options = { maxObservationChars: 600 };
@@ -248,8 +258,15 @@ export function demoPlan(values: DemoFlagValues): DemoPlan {
         interruptOnPublish: false,
       },
       // Rollouts sample (T = 1, the learner's default made explicit) so that a group's samples differ.
-      trajectory: { limits, options: { ...options, temperature: rlRolloutTemperature }, rewardMetric: 'em' },
+      // Graded credit (0.9·F1 + 0.1·format by default) so that partly right answers differ from wrong ones.
+      trajectory: {
+        limits,
+        options: { ...options, temperature: rlRolloutTemperature },
+        rewardMetric: reward as (typeof rlRewardMetrics)[number],
+      },
       hyperparameters: { learningRate, microBatchSize: 2, trainable: demoTrainable },
+      // Mastered questions (2 groups in a row all passing) leave, too-hard ones (3 groups in a row with none) too.
+      curriculum: values['no-curriculum'] === true ? null : { lower: 0, upper: 1, masteredAfter: 2, tooHardAfter: 3, passReward: 0.5 },
     },
     evaluation: {
       k: evalK,
