@@ -164,11 +164,9 @@ async function runSynthesis(args: string[]): Promise<number> {
     settings,
   };
   const input = preflight(() => parseSynthesisRunInput(raw), synthFlags);
-  if (
-    input.synthesizer !== 'llm' &&
-    (values['llm-url'] ?? values['llm-model'] ?? values['llm-attempts'] ?? values.alternatives) !== undefined
-  )
-    throw new UsageError('--llm-url, --llm-model, --llm-attempts and --alternatives apply to --synthesizer llm only');
+  const llmOnly = (['llm-url', 'llm-model', 'llm-attempts', 'alternatives'] as const).filter((flag) => values[flag] !== undefined);
+  if (input.synthesizer !== 'llm' && llmOnly.length > 0)
+    throw new UsageError(`--${llmOnly[0]} applies to --synthesizer llm only (this run's synthesizer is ${input.synthesizer})`);
   if (input.synthesizer === 'llm' && input.settings.llmBaseUrl === undefined && config().synthesisLlm.baseUrl === null)
     throw new UsageError(
       '--llm-url: --synthesizer llm needs a chat endpoint: pass --llm-url http://HOST:PORT/v1 or set LONGHAUL_SYNTH_LLM_BASE_URL',
