@@ -230,4 +230,30 @@ describe('the LLM-driven synthesizer against a replaying chat server', () => {
     }
     assert.ok(Object.keys(run.rejectionsByReason).length >= 4, JSON.stringify(run.rejectionsByReason));
   });
+
+  it(
+    "solves with the reference policy's own tool use when settings.solverMode is policy (pass@k over k runs)",
+    { timeout: 300_000 },
+    async () => {
+      const datasetId = `${prefix}policy`;
+      await context.client.workflow.execute(synthesisRunWorkflowType, {
+        taskQueue: context.queue('agent'),
+        workflowId: `${prefix}run-policy`,
+        args: [{ datasetId, count: 3, seed: 11, concurrency: 3, settings: { solverMode: 'policy', solverAttempts: 2, solverMaxTurns: 4 } }],
+      });
+      const store = createPgSynthesisStore(corpus.pool);
+      const rows = await store.candidates(datasetId);
+      const verdicts = (await store.verdicts(rows.map((row) => row.workflowId))).filter((verdict) => verdict.check === 'solvability');
+      assert.ok(verdicts.length >= 1, `a candidate reached the solver (${rows.map((row) => row.reason).join('; ')})`);
+      for (const verdict of verdicts) {
+        const attempts = verdict.details.attempts as { toolCalls: number; why: string }[];
+        assert.equal(verdict.details.mode, 'policy');
+        assert.equal(attempts.length, 2, 'k = 2 runs');
+        // The scripted policy searches on its own (no gold turns forced) and then answers wrongly: not solved, with the reason.
+        assert.ok(attempts.every((attempt) => attempt.toolCalls >= 1));
+        assert.equal(verdict.passed, false);
+        assert.match(verdict.reason, /no tool-using run solved it: reward 0/);
+      }
+    },
+  );
 });
