@@ -9,7 +9,7 @@ import type { BlobStore } from '../activities/ports/blob-store.port.js';
 import type { Judge } from '../activities/ports/judge.port.js';
 import type { PolicyBackend } from '../activities/ports/policy.port.js';
 import type { WeightSync } from '../activities/ports/weight-sync.port.js';
-import { configuredJudge } from '../infra/inference/openai.backend.js';
+import { configuredChatModels, configuredJudge } from '../infra/inference/openai.backend.js';
 import { noWeightSync } from '../infra/inference/weight-sync.js';
 import type { Config } from '../infra/config.js';
 import { createPgTrajectoryBuffer } from '../infra/postgres/buffer.pg.js';
@@ -56,6 +56,8 @@ export interface InProcessAgentOptions {
   readonly judge?: Judge;
   /** The evaluation sets the synthesis contamination check uses. @default none (the check rejects, naming the fix) */
   readonly contamination?: () => Promise<ContaminationLookup>;
+  /** The LLM synthesizer's chat endpoint, key and time limit. @default the configured one (LONGHAUL_SYNTH_LLM_*) */
+  readonly synthesisLlm?: Config['synthesisLlm'];
 }
 
 export interface InProcessAgent {
@@ -74,7 +76,12 @@ export async function createInProcessAgent(options: InProcessAgentOptions): Prom
       buffer: createPgTrajectoryBuffer(pool),
       judge: options.judge ?? configuredJudge(config.judge),
       evaluation: { evaluations: createPgEvaluationStore(pool), corpusVersion: () => searchCorpusVersion(pool) },
-      synthesis: synthesisDependencies(pool, blobs, options.contamination),
+      synthesis: synthesisDependencies(
+        pool,
+        blobs,
+        options.contamination,
+        configuredChatModels(options.synthesisLlm ?? config.synthesisLlm),
+      ),
       schedules: scheduleStores(pool, createPgPolicyVersionStore(pool)),
       ...(options.localTools ? { localTools: { tools: options.localTools, observations: createPgFrozenObservationStore(pool) } } : {}),
     }),

@@ -20,6 +20,7 @@ import type { BenchmarkResultStore, BenchmarkRunner } from '../activities/ports/
 import type { PolicyVersionStore } from '../activities/ports/policy-version-store.port.js';
 import type { EvaluationResultStore } from '../activities/ports/evaluation-store.port.js';
 import type { FrozenObservationStore } from '../activities/ports/frozen-observation-store.port.js';
+import type { ChatModels } from '../activities/ports/chat-model.port.js';
 import type { Judge } from '../activities/ports/judge.port.js';
 import type { PolicyBackend } from '../activities/ports/policy.port.js';
 import type { SkeletonStepStore } from '../activities/ports/skeleton-step-store.port.js';
@@ -38,13 +39,14 @@ import { createEngineActivities } from '../gpu/train/engine.activities.js';
 import { createTrainActivities } from '../gpu/train/train-step.activities.js';
 import { materializePolicyVersion } from '../gpu/infer/policy-store.js';
 import type { Config } from '../infra/config.js';
-import { configuredJudge } from '../infra/inference/openai.backend.js';
+import { configuredChatModels, configuredJudge } from '../infra/inference/openai.backend.js';
 import { createWeightSync } from '../infra/inference/weight-sync.js';
 import { createPgEvaluationStore, searchCorpusVersion } from '../infra/postgres/evaluation-store.pg.js';
 import { createPgBenchmarkResultStore } from '../infra/postgres/benchmark-result-store.pg.js';
 import { createPgFrozenObservationStore } from '../infra/postgres/frozen-observation-store.pg.js';
 import { enginePython } from '../infra/services/binaries.js';
 import { openSearchDatabase } from '../infra/search/open.js';
+import { createFtsSearchEngine } from '../infra/search/fts-search.pg.js';
 import { createPgToolCallStore } from '../infra/search/tool-call-store.pg.js';
 import type { QueueRole } from '../workflows/contracts/queues.js';
 import type { LocalToolRunner, ToolActivities } from '../workflows/contracts/tools.contract.js';
@@ -58,8 +60,16 @@ export function synthesisDependencies(
   pool: pg.Pool,
   blobs: BlobStore,
   contamination?: SynthesisDependencies['contamination'],
+  models?: ChatModels,
 ): SynthesisDependencies {
-  return { knowledgeBase: createPgKnowledgeBase(pool), store: createPgSynthesisStore(pool), blobs, contamination };
+  return {
+    knowledgeBase: createPgKnowledgeBase(pool),
+    store: createPgSynthesisStore(pool),
+    blobs,
+    contamination,
+    search: createFtsSearchEngine(pool),
+    models,
+  };
 }
 
 /** agent: workflows' storage activities (skeleton steps, the trajectory record, the learner's dataset and buffer, synthesis). */
@@ -151,7 +161,12 @@ export async function workerActivities(role: QueueRole, settings: Config, blobs:
       const { trajectories, skeletonSteps, buffer } = services;
       const evaluation = { evaluations: createPgEvaluationStore(services.pool), corpusVersion: () => searchCorpusVersion(services.pool) };
       // The evaluation sets under LONGHAUL_DATA_ROOT, indexed on the first contamination check.
-      const synthesis = synthesisDependencies(services.pool, blobs, () => loadContaminationIndex(settings.dataRoot));
+      const synthesis = synthesisDependencies(
+        services.pool,
+        blobs,
+        () => loadContaminationIndex(settings.dataRoot),
+        configuredChatModels(settings.synthesisLlm),
+      );
       const schedules = scheduleStores(services.pool, services.versions);
       const local = localToolRunner(settings, services.pool);
       const localTools = { tools: local.runner, observations: createPgFrozenObservationStore(services.pool) };

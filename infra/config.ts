@@ -415,6 +415,31 @@ export const environmentSchema = z.object({
     ),
   LONGHAUL_JUDGE_MODEL: z.string().min(1).optional().describe('Model name sent to the judge. Default: LONGHAUL_OPENAI_MODEL.'),
   LONGHAUL_JUDGE_API_KEY: z.string().min(1).optional().describe('Bearer token for the judge. Default: LONGHAUL_OPENAI_API_KEY.'),
+  LONGHAUL_SYNTH_LLM_BASE_URL: z
+    .string()
+    .url('expected a URL such as http://127.0.0.1:8000/v1')
+    .optional()
+    .describe(
+      'Base URL (ending in /v1) of the OpenAI-compatible chat endpoint the LLM-driven synthesizer (`synth --synthesizer llm`) prompts, read by the agent worker; `synth --llm-url` overrides it per run. Default: LONGHAUL_OPENAI_BASE_URL.',
+    ),
+  LONGHAUL_SYNTH_LLM_MODEL: z
+    .string()
+    .min(1)
+    .optional()
+    .describe('Model name the LLM-driven synthesizer sends; `synth --llm-model` overrides it per run. Default: LONGHAUL_OPENAI_MODEL.'),
+  LONGHAUL_SYNTH_LLM_API_KEY: z
+    .string()
+    .min(1)
+    .optional()
+    .describe('Bearer token for the LLM-driven synthesizer (never part of a workflow input). Default: LONGHAUL_OPENAI_API_KEY.'),
+  LONGHAUL_SYNTH_LLM_TIMEOUT_SECONDS: z.coerce
+    .number()
+    .positive()
+    .max(3600)
+    .default(60)
+    .describe(
+      'Time limit of one chat request of the LLM-driven synthesizer; a request that hangs past it becomes a rejection reason (after the bounded retries), not a stuck workflow.',
+    ),
 });
 
 export type Environment = z.infer<typeof environmentSchema>;
@@ -496,6 +521,13 @@ export interface Config {
   };
   /** The LLM judge of rewardMetric "judge" (baseUrl null: none configured). */
   readonly judge: { readonly baseUrl: string | null; readonly model: string; readonly apiKey: string | null };
+  /** The chat endpoint of the LLM-driven synthesizer (baseUrl null: none configured; a run may still name one). */
+  readonly synthesisLlm: {
+    readonly baseUrl: string | null;
+    readonly model: string;
+    readonly apiKey: string | null;
+    readonly timeoutMs: number;
+  };
 }
 
 /** Parse an environment (process.env by default) into a frozen Config, or throw a LonghaulInvalidInput error naming the variable. */
@@ -606,6 +638,12 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
       baseUrl: env.LONGHAUL_JUDGE_BASE_URL ?? env.LONGHAUL_OPENAI_BASE_URL ?? null,
       model: env.LONGHAUL_JUDGE_MODEL ?? env.LONGHAUL_OPENAI_MODEL,
       apiKey: env.LONGHAUL_JUDGE_API_KEY ?? env.LONGHAUL_OPENAI_API_KEY ?? null,
+    },
+    synthesisLlm: {
+      baseUrl: env.LONGHAUL_SYNTH_LLM_BASE_URL ?? env.LONGHAUL_OPENAI_BASE_URL ?? null,
+      model: env.LONGHAUL_SYNTH_LLM_MODEL ?? env.LONGHAUL_OPENAI_MODEL,
+      apiKey: env.LONGHAUL_SYNTH_LLM_API_KEY ?? env.LONGHAUL_OPENAI_API_KEY ?? null,
+      timeoutMs: env.LONGHAUL_SYNTH_LLM_TIMEOUT_SECONDS * 1000,
     },
   };
   return deepFreeze(config);

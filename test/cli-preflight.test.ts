@@ -134,7 +134,17 @@ const cases: { readonly what: string; readonly args: string[]; readonly message:
   {
     what: 'synth with an unknown synthesizer',
     args: ['synth', '--synthesizer', 'magic', '--count', '5'],
-    message: /^longhaul: --synthesizer \(synthesizer\): expected one of "grounded", got "magic"/,
+    message: /^longhaul: --synthesizer \(synthesizer\): expected one of "grounded", "llm", got "magic"/,
+  },
+  {
+    what: 'synth --synthesizer llm with an --llm-url that is not an OpenAI-compatible base URL',
+    args: ['synth', '--synthesizer', 'llm', '--llm-url', 'ftp://models.example/v2'],
+    message: /^longhaul: --llm-url \(settings\.llmBaseUrl\): expected an http\(s\) URL ending in \/v1/,
+  },
+  {
+    what: 'synth --solver with an unknown mode',
+    args: ['synth', '--solver', 'oracle'],
+    message: /^longhaul: --solver \(settings\.solverMode\): expected one of "gold", "policy", got "oracle"/,
   },
   {
     what: 'synth with --count 0',

@@ -46,6 +46,12 @@ const CLOSED_BOOK_SYSTEM = 'Answer the question from memory, without searching. 
  */
 const synthesisActivityOptions = { startToCloseTimeout: '1 minute', retry: activityRetry } as const;
 
+/**
+ * The LLM path's actions and its uniqueness check prompt a model (bounded attempts, each bounded by
+ * the worker's LONGHAUL_SYNTH_LLM_TIMEOUT_SECONDS): ten minutes per activity attempt.
+ */
+const llmActivityOptions = { startToCloseTimeout: '10 minutes', retry: activityRetry } as const;
+
 /** A task's own seed from the run's seed and its index (FNV-1a), so tasks differ and runs repeat. */
 export function taskSeed(seed: number, taskIndex: number): number {
   let hash = 2166136261 ^ seed;
@@ -59,6 +65,10 @@ export async function synthesizeQuestion(raw: SynthesizeQuestionInput): Promise<
   const { workflowId, taskQueue } = workflowInfo();
   const options = activityOptions(queuePrefixOf(taskQueue));
   const act = proxyActivities<SynthesisActivities>(synthesisActivityOptions);
+  const llm = input.synthesizer === 'llm';
+  // The actions of the LLM path run longer and carry the settings (endpoint, retry bound); the grounded path's stay as they were.
+  const actions = llm ? proxyActivities<SynthesisActivities>(llmActivityOptions) : act;
+  const withSettings = llm ? { settings } : {};
   const policy = proxyActivities<{ generate(input: GenerateActivityInput): Promise<GenerateActivityResult> }>(options.generate);
   const startedAtMs = Date.now();
   const seed = taskSeed(input.seed, input.taskIndex);
@@ -99,7 +109,7 @@ export async function synthesizeQuestion(raw: SynthesizeQuestionInput): Promise<
   }
 
   // Synthesis: seed, then inject until the target hop count, then fuzz; each edit is verified and undone when it fails.
-  const seeded = await act.synthesisSeed({ synthesizer: input.synthesizer, seed, taskIndex: input.taskIndex });
+  const seeded = await actions.synthesisSeed({ synthesizer: input.synthesizer, seed, taskIndex: input.taskIndex, ...withSettings });
   if (!seeded.state) return finish(false, `synthesis: ${seeded.reason}`, null, null);
   let state: SynthesisState = seeded.state;
   let lastFailure = '';
@@ -109,14 +119,14 @@ export async function synthesizeQuestion(raw: SynthesizeQuestionInput): Promise<
     if (action === null) break;
     const outcome =
       action === 'inject'
-        ? await act.synthesisInject({ state, seed, round, final: hops + 1 >= settings.targetHops })
-        : await act.synthesisFuzz({ state, seed, round });
+        ? await actions.synthesisInject({ state, seed, round, final: hops + 1 >= settings.targetHops, ...withSettings })
+        : await actions.synthesisFuzz({ state, seed, round, ...withSettings });
     if (!outcome.state) {
       lastFailure = `${action}: ${outcome.reason}`;
       state = { ...state, actions: [...state.actions, { action, ok: false, detail: outcome.reason }] };
       break; // nothing more of this kind can be done
     }
-    const check = await act.synthesisVerify({ state: outcome.state });
+    const check = await actions.synthesisVerify({ state: outcome.state, ...withSettings });
     if (check.ok) state = outcome.state;
     else {
       lastFailure = `verify: ${check.reason}`;
@@ -126,18 +136,22 @@ export async function synthesizeQuestion(raw: SynthesizeQuestionInput): Promise<
   const hops = state.nodes.length - 1;
   if (hops < settings.targetHops)
     return finish(false, `synthesis: reached ${hops} of ${settings.targetHops} hops${lastFailure ? ` (${lastFailure})` : ''}`, null, state);
-  const exited = await act.synthesisExit({ state });
+  const exited = await actions.synthesisExit({ state, ...withSettings });
   const candidate = exited.candidate;
   if (!candidate) return finish(false, `synthesis: ${exited.reason}`, null, state);
 
-  // Checks, cheapest first; a candidate stops at its first failed check.
-  for (const check of [act.checkQuality, act.checkGrounding, act.checkUniqueness, act.checkContamination]) {
+  // Checks, cheapest first; a candidate stops at its first failed check. The LLM path's uniqueness needs the baselines' answers: it comes after them.
+  for (const check of llm
+    ? [act.checkQuality, act.checkGrounding, act.checkContamination]
+    : [act.checkQuality, act.checkGrounding, act.checkUniqueness, act.checkContamination]) {
     const verdict = await check({ workflowId, candidate });
     if (!verdict.passed) return finish(false, `${verdict.check}: ${verdict.reason}`, candidate, null);
   }
 
-  // Solvability: the reference solver follows the gold path through the real tools, as trajectory children.
+  // Solvability: the reference solver, as trajectory children: by default it follows the gold path through the
+  // real tools (teacher forcing); with solverMode "policy" the reference policy searches on its own (pass@k).
   const attempts: SolverAttempt[] = [];
+  const goldReplay = settings.solverMode !== 'policy';
   for (let attempt = 0; attempt < settings.solverAttempts; attempt += 1) {
     const child: TrajectoryInput = {
       question: candidate.question,
@@ -145,8 +159,10 @@ export async function synthesizeQuestion(raw: SynthesizeQuestionInput): Promise<
       questionId: `${input.datasetId}:${input.taskIndex}`,
       dataset: input.datasetId,
       runId: input.datasetId,
-      forcedTurns: candidate.goldTurns,
-      limits: { maxTurns: candidate.goldTurns.length + 2, maxNewTokensPerTurn: 1024 },
+      ...(goldReplay ? { forcedTurns: candidate.goldTurns } : {}),
+      limits: goldReplay
+        ? { maxTurns: candidate.goldTurns.length + 2, maxNewTokensPerTurn: 1024 }
+        : { maxTurns: settings.solverMaxTurns, maxNewTokensPerTurn: 1024 },
       options: { seed: seed + attempt },
       rewardMetric: 'em',
     };
@@ -165,7 +181,7 @@ export async function synthesizeQuestion(raw: SynthesizeQuestionInput): Promise<
       recordKey: result.recordKey,
     });
   }
-  const solvability = await act.checkSolvability({ workflowId, candidate, attempts });
+  const solvability = await act.checkSolvability({ workflowId, candidate, attempts, ...(goldReplay ? {} : { mode: 'policy' as const }) });
   if (!solvability.passed) return finish(false, `solvability: ${solvability.reason}`, candidate, null);
 
   // Difficulty: n closed-book samples of the configured policy, no tools.
@@ -187,6 +203,10 @@ export async function synthesizeQuestion(raw: SynthesizeQuestionInput): Promise<
     });
     tokens += generation.generatedTokens;
     samples.push(generation.text);
+  }
+  if (llm) {
+    const uniqueness = await actions.checkUniqueness({ workflowId, candidate, samples, attempts, settings });
+    if (!uniqueness.passed) return finish(false, `uniqueness: ${uniqueness.reason}`, candidate, null);
   }
   const difficulty = await act.checkDifficulty({
     workflowId,

@@ -1,4 +1,5 @@
 /** Port: where synthesis runs keep their datasets, candidates and check verdicts (Postgres). */
+import type { CheckVerdict, RecordCandidateInput } from '../../workflows/contracts/synthesis.contract.js';
 
 export interface SynthesisDatasetRow {
   readonly datasetId: string;
@@ -12,27 +13,22 @@ export interface SynthesisDatasetRow {
   readonly statistics: Readonly<Record<string, unknown>> | null;
 }
 
-export interface SynthesisCandidateRow {
-  readonly datasetId: string;
-  readonly taskIndex: number;
-  readonly workflowId: string;
-  readonly accepted: boolean;
-  readonly reason: string;
+/**
+ * One task's row: the workflow's `recordCandidate` input (workflows/contracts/synthesis.contract.ts)
+ * with the candidate flattened to its question, answer and JSON (chain, facts, gold path).
+ */
+export type SynthesisCandidateRow = Pick<
+  RecordCandidateInput,
+  'datasetId' | 'taskIndex' | 'workflowId' | 'accepted' | 'reason' | 'seconds' | 'tokens'
+> & {
   readonly question: string | null;
   readonly answer: string | null;
   /** The candidate's chain, facts, gold path and check details, as JSON. */
   readonly candidate: Readonly<Record<string, unknown>>;
-  readonly seconds: number;
-  readonly tokens: number;
-}
+};
 
-export interface SynthesisVerdictRow {
-  readonly workflowId: string;
-  readonly check: string;
-  readonly passed: boolean;
-  readonly reason: string;
-  readonly details: Readonly<Record<string, unknown>>;
-}
+/** A check's verdict (the contract's CheckVerdict) with its workflow; `check` as stored (any name read back). */
+export type SynthesisVerdictRow = Omit<CheckVerdict, 'check'> & { readonly workflowId: string; readonly check: string };
 
 export interface SynthesisStore {
   /** Creates the dataset row, or leaves an existing one as it is (a retry, a resumed run). */

@@ -10,6 +10,7 @@
  *   caller writes nothing and decides whether to retry (finishTrajectory: retry the first,
  *   fail the second non-retryably).
  */
+import { askAndParse, jsonObjectOf } from '../llm/ask.js';
 import type { Judge } from '../ports/judge.port.js';
 import type { JudgeVerdict } from '../ports/trajectory-record.schema.js';
 
@@ -66,10 +67,13 @@ export async function judgeAnswer(
 ): Promise<JudgeOutcome> {
   if (prediction === null) return { score: 0, verdict: 'no answer', error: 'no answer to judge' };
   const messages = judgeMessages(question, golds, prediction);
-  const result = await judge.backend.generate({ prompt: '', messages, maxNewTokens: judgeMaxTokens, temperature: 0 });
-  const reply = result.text.slice(0, 500);
-  const verdict = parseVerdict(result.text);
-  const asked = { model: judge.model, baseUrl: judge.baseUrl, messages, reply };
+  const { reply: text, parsed: verdict } = await askAndParse(
+    judge.backend,
+    messages,
+    { maxNewTokens: judgeMaxTokens, temperature: 0 },
+    parseVerdict,
+  );
+  const asked = { model: judge.model, baseUrl: judge.baseUrl, messages, reply: text.slice(0, 500) };
   if (verdict === null)
     return {
       score: 0,
@@ -113,17 +117,13 @@ export const evaluationJudgePromptText = [
 
 /** The verdict and rationale of a reply: its JSON object, else a verdict line; null when it has neither. */
 export function parseJudgement(reply: string): { score: 1 | 0; rationale: string } | null {
-  const object = /\{[\s\S]*\}/.exec(reply);
-  if (object) {
-    try {
-      const parsed = JSON.parse(object[0]) as { verdict?: unknown; rationale?: unknown };
-      const verdict = typeof parsed.verdict === 'string' ? parsed.verdict.trim().toLowerCase() : '';
-      if (verdict === 'correct' || verdict === 'incorrect')
-        return { score: verdict === 'correct' ? 1 : 0, rationale: typeof parsed.rationale === 'string' ? parsed.rationale : '' };
-    } catch {
-      /* not JSON: fall through to the verdict line */
-    }
+  const parsed = jsonObjectOf(reply);
+  if (parsed) {
+    const verdict = typeof parsed.verdict === 'string' ? parsed.verdict.trim().toLowerCase() : '';
+    if (verdict === 'correct' || verdict === 'incorrect')
+      return { score: verdict === 'correct' ? 1 : 0, rationale: typeof parsed.rationale === 'string' ? parsed.rationale : '' };
   }
+  // Not a JSON verdict: fall through to the verdict line.
   const score = parseVerdict(reply);
   return score === null ? null : { score, rationale: reply.trim().slice(0, 500) };
 }
@@ -147,9 +147,9 @@ export async function judgeWithRationale(
 ): Promise<EvaluationJudgement> {
   if (prediction === null) return { score: 0, verdict: 'no answer', rationale: 'no answer to judge' };
   const messages = evaluationJudgeMessages(question, golds, prediction);
-  const result = await judge.backend.generate({ prompt: '', messages, maxNewTokens: evaluationJudgeMaxTokens, temperature: 0 });
-  const reply = result.text.slice(0, 1000);
-  const judgement = parseJudgement(result.text);
+  const asked = await askAndParse(judge.backend, messages, { maxNewTokens: evaluationJudgeMaxTokens, temperature: 0 }, parseJudgement);
+  const reply = asked.reply.slice(0, 1000);
+  const judgement = asked.parsed;
   if (judgement === null)
     return { score: 0, verdict: 'none', rationale: 'the judge reply has neither a JSON verdict nor a verdict line', reply };
   return { score: judgement.score, verdict: judgement.score === 1 ? 'correct' : 'incorrect', rationale: judgement.rationale, reply };

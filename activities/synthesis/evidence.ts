@@ -98,3 +98,24 @@ export function verifyEvidence(
   if (!containsWord(text, anchorOf(relation))) return `span of ${evidence.documentId} does not state "${anchorOf(relation)}"`;
   return null;
 }
+
+/** The evidence of `[start, end)` of a stored document: its ids, hashes and text. */
+export function evidenceAt(document: StoredDocument, start: number, end: number): Evidence {
+  const text = document.text.slice(start, end);
+  return { documentId: document.documentId, contentHash: document.contentHash, start, end, spanSha256: sha256(text), text };
+}
+
+/**
+ * Where a quoted passage stands in a stored document, found mechanically: the exact text, else the
+ * same words with any whitespace between them (models re-flow line breaks). Null when the document
+ * does not contain it: a claim without a stored passage is ungrounded.
+ */
+export function locateQuote(document: StoredDocument, quote: string): { start: number; end: number } | null {
+  const trimmed = quote.trim();
+  if (trimmed === '') return null;
+  const exact = document.text.indexOf(trimmed);
+  if (exact >= 0) return { start: exact, end: exact + trimmed.length };
+  const words = trimmed.split(/\s+/).map((word) => word.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
+  const match = new RegExp(words.join('\\s+')).exec(document.text);
+  return match ? { start: match.index, end: match.index + match[0].length } : null;
+}

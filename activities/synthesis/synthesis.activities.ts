@@ -6,8 +6,11 @@
  * published dataset is never changed.
  */
 import { createHash } from 'node:crypto';
+import { Context } from '@temporalio/activity';
 import { z } from 'zod';
 import type { BlobStore } from '../ports/blob-store.port.js';
+import type { ChatModels } from '../ports/chat-model.port.js';
+import type { SearchEngine } from '../ports/search.port.js';
 import type { ContaminationCheck } from '../ports/contamination.port.js';
 import type { KnowledgeBaseReader, StoredDocument } from '../ports/knowledge-base.port.js';
 import type { SynthesisStore } from '../ports/synthesis-store.port.js';
@@ -21,10 +24,11 @@ import type {
   SynthesisRunResult,
   SynthesisState,
 } from '../../workflows/contracts/synthesis.contract.js';
-import { closedBookCorrect, qualityProblem, wilsonLowerBound } from './checks.js';
+import { closedBookCorrect, extractAnswer, normaliseAnswer, qualityProblem, wilsonLowerBound } from './checks.js';
 import { verifyEvidence } from './evidence.js';
 import { createGroundedSynthesizer } from './grounded.synthesizer.js';
 import { KnowledgeGraph } from './knowledge-graph.js';
+import { askChecked, createLlmSynthesizer, replyFields, unusable, type LlmCallOutcome, type LlmReplyCache } from './llm.synthesizer.js';
 import { datasetStatistics } from './statistics.js';
 import type { Synthesizer } from './synthesizer.js';
 
@@ -39,7 +43,26 @@ export interface SynthesisDependencies {
   readonly contamination?: (() => Promise<ContaminationLookup>) | undefined;
   /** How long an indexed knowledge base is trusted before its version is checked again. @default 30 s */
   readonly graphTtlMs?: number;
+  /** The corpus search the LLM synthesizer retrieves passages with. */
+  readonly search?: SearchEngine | undefined;
+  /** The chat models of the LLM synthesizer (absent: its actions fail, naming the missing configuration). */
+  readonly models?: ChatModels | undefined;
 }
+
+/** Where the LLM path keeps each reply before using it (idempotency: a retried activity reads it back). */
+export const llmReplyKey = (key: string) => `synthesis/llm-replies/${key}.json`;
+
+/** The running activity's key (workflow id + activity id), or null outside an activity. */
+function activityCallKey(): string | null {
+  try {
+    const { workflowExecution, activityId } = Context.current().info;
+    return workflowExecution ? `${workflowExecution.workflowId}/${activityId}` : null;
+  } catch {
+    return null;
+  }
+}
+
+const callOutcomeSchema = z.union([z.object({ reply: z.string() }), z.object({ error: z.string() })]);
 
 const KINDS = ['country', 'city'] as const;
 
@@ -78,7 +101,19 @@ export function createSynthesisActivities(deps: SynthesisDependencies): Synthesi
     return new Map(ids.filter((id) => documentCache.has(id)).map((id) => [id, documentCache.get(id)!]));
   }
   let contaminationIndex: Promise<ContaminationLookup> | undefined;
-  const synthesizers: Record<string, Synthesizer> = { grounded: createGroundedSynthesizer({ graph, documents }) };
+  const replies: LlmReplyCache = {
+    async get(key) {
+      if (!(await deps.blobs.exists(llmReplyKey(key)))) return null;
+      const parsed = callOutcomeSchema.safeParse(JSON.parse((await deps.blobs.get(llmReplyKey(key))).toString('utf8')));
+      return parsed.success ? (parsed.data as LlmCallOutcome) : null;
+    },
+    put: (key, outcome) => deps.blobs.put(llmReplyKey(key), JSON.stringify(outcome), 'application/json'),
+  };
+  const llm = { graph, documents, search: deps.search, models: deps.models, replies, callKey: activityCallKey };
+  const synthesizers: Record<string, Synthesizer> = {
+    grounded: createGroundedSynthesizer({ graph, documents }),
+    llm: createLlmSynthesizer(llm),
+  };
   const synthesizerOf = (state: SynthesisState | { synthesizer: string }) => {
     const synthesizer = synthesizers[state.synthesizer];
     if (!synthesizer)
@@ -93,15 +128,102 @@ export function createSynthesisActivities(deps: SynthesisDependencies): Synthesi
     return { check, passed, reason, details } satisfies CheckVerdict;
   }
 
+  /**
+   * The LLM path's uniqueness: at least `alternativeAnswers` distinct wrong answers, gathered from the
+   * closed-book samples of the policy, the tool-using solver's runs and the synthesizer model's own
+   * closed-book guesses, are put to the model with the candidate's evidence and a retrieved passage
+   * for each; the candidate stays when none of them fits every condition. The verdict keeps every
+   * answer considered, with where it came from.
+   */
+  async function alternativeAnswerCheck(input: Parameters<SynthesisActivities['checkUniqueness']>[0]): Promise<CheckVerdict> {
+    const { candidate, settings } = input;
+    const needed = settings?.alternativeAnswers ?? 20;
+    const considered = new Map<string, { answer: string; sources: Set<string> }>();
+    const add = (answer: string | null | undefined, source: string) => {
+      const text = (answer ?? '').replace(/\s+/g, ' ').trim().slice(0, 120);
+      const key = normaliseAnswer(text);
+      if (key === '' || closedBookCorrect(text, candidate.answer)) return;
+      const entry = considered.get(key) ?? { answer: text, sources: new Set<string>() };
+      entry.sources.add(source);
+      considered.set(key, entry);
+    };
+    for (const sample of input.samples ?? []) add(extractAnswer(sample), 'closed-book policy');
+    for (const attempt of input.attempts ?? []) add(attempt.answer, 'tool-using solver');
+    const guesses = await askChecked(
+      llm,
+      settings,
+      'guesses',
+      `Question: ${candidate.question}\nAnswers wanted: ${needed + 5}`,
+      candidate.question.length,
+      (reply) => replyFields(reply, { answers: z.array(z.string().max(200)).min(1).max(200) }),
+    );
+    for (const guess of guesses.value?.answers ?? []) add(guess, 'closed-book synthesizer model');
+    const wrongAnswers = [...considered.values()].map((entry) => ({ answer: entry.answer, sources: [...entry.sources].sort() }));
+    const details = { method: 'alternative answers', needed, wrongAnswers, guessProblems: guesses.problems, gold: candidate.answer };
+    if (wrongAnswers.length < needed)
+      return verdict(
+        input,
+        'uniqueness',
+        false,
+        `only ${wrongAnswers.length} distinct wrong answers gathered (at least ${needed} needed)`,
+        details,
+      );
+    const passages = candidate.facts.map((fact) => `[${fact.evidence.documentId}] ${fact.evidence.text}`);
+    if (deps.search)
+      for (const { answer } of wrongAnswers) {
+        const hit = (await deps.search.search(answer, 1).catch(() => []))[0];
+        if (hit) passages.push(`[${hit.documentId}] ${hit.title}: ${hit.text.replace(/\s+/g, ' ').slice(0, 200)}`);
+      }
+    const judged = await askChecked(
+      llm,
+      settings,
+      'alternatives',
+      [
+        `Question: ${candidate.question}`,
+        `Known answer: ${candidate.answer}`,
+        'Candidates:',
+        ...wrongAnswers.map((entry) => `- ${entry.answer}`),
+        'Passages:',
+        ...passages,
+      ].join('\n'),
+      candidate.question.length + 1,
+      (reply) => {
+        const fields = replyFields(reply, {
+          also_correct: z.array(z.string().max(200)).max(200),
+          rationale: z.string().max(2000).optional(),
+        });
+        if ('problem' in fields) return fields;
+        // Only the candidates count: the known answer, or names the model made up, are not alternatives.
+        const fitting = fields.value.also_correct.filter((name) => considered.has(normaliseAnswer(name)));
+        return { value: { fitting, rationale: fields.value.rationale ?? '' } };
+      },
+    );
+    if (!judged.value)
+      return verdict(input, 'uniqueness', false, `alternative-answer check: ${unusable(judged.problems)}`, {
+        ...details,
+        prompt: judged.prompt,
+      });
+    const { fitting, rationale } = judged.value;
+    return verdict(
+      input,
+      'uniqueness',
+      fitting.length === 0,
+      fitting.length === 0
+        ? `none of ${wrongAnswers.length} distinct wrong answers (closed-book, tool-using, model guesses) fits every condition`
+        : `${fitting.length} other answers fit every condition: ${fitting.slice(0, 5).join(', ')}`,
+      { ...details, alsoCorrect: fitting, rationale, prompt: judged.prompt, passages: passages.length },
+    );
+  }
+
   return {
     async synthesisBegin({ datasetId, synthesizer, seed, settings }) {
       await deps.store.beginDataset({ datasetId, synthesizer, seed, settings: { ...settings } });
     },
-    synthesisSeed: ({ synthesizer, seed, taskIndex }) => synthesizerOf({ synthesizer }).seed({ seed, taskIndex }),
-    synthesisInject: ({ state, seed, round, final }) => synthesizerOf(state).inject(state, { seed, round, final }),
-    synthesisFuzz: ({ state, seed, round }) => synthesizerOf(state).fuzz(state, { seed, round }),
-    synthesisVerify: ({ state }) => synthesizerOf(state).verify(state),
-    synthesisExit: ({ state }) => synthesizerOf(state).exit(state),
+    synthesisSeed: ({ synthesizer, seed, taskIndex, settings }) => synthesizerOf({ synthesizer }).seed({ seed, taskIndex, settings }),
+    synthesisInject: ({ state, seed, round, final, settings }) => synthesizerOf(state).inject(state, { seed, round, final, settings }),
+    synthesisFuzz: ({ state, seed, round, settings }) => synthesizerOf(state).fuzz(state, { seed, round, settings }),
+    synthesisVerify: ({ state, settings }) => synthesizerOf(state).verify(state, settings),
+    synthesisExit: ({ state, settings }) => synthesizerOf(state).exit(state, settings),
 
     async checkQuality(input) {
       const problem = qualityProblem(input.candidate.question, input.candidate.answer);
@@ -116,7 +238,11 @@ export function createSynthesisActivities(deps: SynthesisDependencies): Synthesi
       for (const fact of facts) {
         const problem = verifyEvidence(fact.evidence, fact, stored.get(fact.evidence.documentId));
         if (problem) problems.push(`${fact.subjectId} ${fact.predicate}: ${problem}`);
-        else if (!kb.relations(fact.subjectId, fact.predicate).some((relation) => relation.objectText === fact.objectText))
+        // The LLM path's facts are passages the model quoted, not knowledge-base relations: the span is the whole proof.
+        else if (
+          input.candidate.state.synthesizer === 'grounded' &&
+          !kb.relations(fact.subjectId, fact.predicate).some((relation) => relation.objectText === fact.objectText)
+        )
           problems.push(`${fact.subjectId} ${fact.predicate} ${fact.objectText}: no longer in the knowledge base`);
       }
       return verdict(
@@ -130,6 +256,7 @@ export function createSynthesisActivities(deps: SynthesisDependencies): Synthesi
 
     async checkUniqueness(input) {
       const { state } = input.candidate;
+      if (state.synthesizer === 'llm') return alternativeAnswerCheck(input);
       if (state.synthesizer !== 'grounded')
         return verdict(input, 'uniqueness', false, `no uniqueness proof for synthesizer ${state.synthesizer}`);
       const kb = await graph();
@@ -181,7 +308,7 @@ export function createSynthesisActivities(deps: SynthesisDependencies): Synthesi
 
     async checkSolvability(input) {
       const needed = [...new Set(input.candidate.facts.map((fact) => fact.evidence.documentId))];
-      const outcomes: { trajectoryId: string; passed: boolean; toolCalls: number; why: string }[] = [];
+      const outcomes: { trajectoryId: string; passed: boolean; toolCalls: number; why: string; unreadEvidence?: string[] }[] = [];
       for (const attempt of input.attempts) {
         const parsed = recordSchema.safeParse(JSON.parse((await deps.blobs.get(attempt.recordKey)).toString('utf8')));
         if (!parsed.success) {
@@ -191,7 +318,8 @@ export function createSynthesisActivities(deps: SynthesisDependencies): Synthesi
         const tools = parsed.data.turnRecords.flatMap((turn) => turn.tools);
         const read = new Set(tools.filter((tool) => tool.ok).flatMap((tool) => tool.documentIds));
         const unread = needed.filter((id) => !read.has(id));
-        const passed = attempt.reward >= 1 && unread.length === 0;
+        // A gold replay must read every evidence document; a policy solver only has to answer right (what it read is recorded).
+        const passed = attempt.reward >= 1 && (input.mode === 'policy' || unread.length === 0);
         outcomes.push({
           trajectoryId: attempt.trajectoryId,
           passed,
@@ -199,9 +327,10 @@ export function createSynthesisActivities(deps: SynthesisDependencies): Synthesi
           why:
             attempt.reward < 1
               ? `reward ${attempt.reward} (answer ${JSON.stringify(attempt.answer)})`
-              : unread.length
+              : unread.length && input.mode !== 'policy'
                 ? `never read ${unread.join(', ')}`
                 : 'solved',
+          unreadEvidence: unread,
         });
       }
       const solved = outcomes.filter((outcome) => outcome.passed);
@@ -210,10 +339,11 @@ export function createSynthesisActivities(deps: SynthesisDependencies): Synthesi
         'solvability',
         solved.length > 0,
         solved.length > 0
-          ? `solved by ${solved.length} of ${outcomes.length} tool-using runs through the real search and access tools`
+          ? `solved by ${solved.length} of ${outcomes.length} tool-using runs (${input.mode === 'policy' ? "the reference policy's own tool use" : 'gold path replayed'}) through the real search and access tools`
           : `no tool-using run solved it: ${outcomes.map((outcome) => outcome.why).join('; ')}`,
         {
           attempts: outcomes,
+          mode: input.mode ?? 'gold',
           passAtK: solved.length > 0 ? 1 : 0,
           passRate: outcomes.length ? solved.length / outcomes.length : 0,
           solverToolCalls: solved[0]?.toolCalls ?? outcomes[0]?.toolCalls ?? 0,

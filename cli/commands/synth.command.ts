@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { openServices } from '../../composition/services.js';
-import { config } from '../../infra/config.js';
+import { config, type Config } from '../../infra/config.js';
 import { stackUp } from '../../infra/services/stack.js';
 import { createPgSynthesisStore } from '../../infra/postgres/synthesis-store.pg.js';
 import { migrate } from '../../infra/postgres/migrate.js';
@@ -43,7 +43,30 @@ const synthFlags = {
   'settings.difficultySamples': 'samples',
   'settings.difficultyThreshold': 'threshold',
   'settings.solverAttempts': 'solver-attempts',
+  'settings.solverMode': 'solver',
+  'settings.llmBaseUrl': 'llm-url',
+  'settings.llmModel': 'llm-model',
+  'settings.llmAttempts': 'llm-attempts',
+  'settings.alternativeAnswers': 'alternatives',
 };
+
+type Services = ReturnType<typeof openServices>;
+
+/**
+ * The setup every subcommand shares: the configuration, the stack (with the workers when a workflow
+ * runs), the services, the migrations when no worker brings them; closed whatever `body` does.
+ */
+async function withStack(options: { workers: boolean }, body: (services: Services, settings: Config) => Promise<number>): Promise<number> {
+  const settings = config();
+  await stackUp(settings, { workers: options.workers });
+  const services = openServices(settings);
+  try {
+    if (!options.workers) await migrate(settings.postgres.url);
+    return await body(services, settings);
+  } finally {
+    await services.close();
+  }
+}
 
 /** ASearcher's published figures (REFERENCE.md), printed beside ours. */
 const ASEARCHER = { seeds: 14_107, candidates: 134_000, kept: 25_624, injections: 4.27, fuzzes: 2.1 };
@@ -109,6 +132,11 @@ async function runSynthesis(args: string[]): Promise<number> {
     samples: { type: 'string' },
     threshold: { type: 'string' },
     'solver-attempts': { type: 'string' },
+    solver: { type: 'string' },
+    'llm-url': { type: 'string' },
+    'llm-model': { type: 'string' },
+    'llm-attempts': { type: 'string' },
+    alternatives: { type: 'string' },
     concurrency: { type: 'string' },
     'dataset-id': { type: 'string' },
     json: { type: 'boolean' },
@@ -120,6 +148,11 @@ async function runSynthesis(args: string[]): Promise<number> {
       difficultySamples: numeric(values.samples),
       difficultyThreshold: numeric(values.threshold),
       solverAttempts: numeric(values['solver-attempts']),
+      solverMode: values.solver,
+      llmBaseUrl: values['llm-url'],
+      llmModel: values['llm-model'],
+      llmAttempts: numeric(values['llm-attempts']),
+      alternativeAnswers: numeric(values.alternatives),
     }).filter(([, value]) => value !== undefined),
   );
   const raw = {
@@ -131,10 +164,14 @@ async function runSynthesis(args: string[]): Promise<number> {
     settings,
   };
   const input = preflight(() => parseSynthesisRunInput(raw), synthFlags);
-  const settingsOfRun = config();
-  await stackUp(settingsOfRun, { workers: true });
-  const services = openServices(settingsOfRun);
-  try {
+  const llmOnly = (['llm-url', 'llm-model', 'llm-attempts', 'alternatives'] as const).filter((flag) => values[flag] !== undefined);
+  if (input.synthesizer !== 'llm' && llmOnly.length > 0)
+    throw new UsageError(`--${llmOnly[0]} applies to --synthesizer llm only (this run's synthesizer is ${input.synthesizer})`);
+  if (input.synthesizer === 'llm' && input.settings.llmBaseUrl === undefined && config().synthesisLlm.baseUrl === null)
+    throw new UsageError(
+      '--llm-url: --synthesizer llm needs a chat endpoint: pass --llm-url http://HOST:PORT/v1 or set LONGHAUL_SYNTH_LLM_BASE_URL',
+    );
+  return withStack({ workers: true }, async (services, settingsOfRun) => {
     const client = await services.client();
     const workflowId = `synthesis-${input.datasetId}`;
     const handle = await client.workflow.start(synthesisRunWorkflowType, {
@@ -157,9 +194,7 @@ async function runSynthesis(args: string[]): Promise<number> {
     printStatistics(result);
     if (values.json) console.log(JSON.stringify(synthJson(result)));
     return 0;
-  } finally {
-    await services.close();
-  }
+  });
 }
 
 interface DatasetLine {
@@ -217,27 +252,22 @@ async function audit(args: string[]): Promise<number> {
     seed: { type: 'string' },
     out: { type: 'string' },
   });
-  if (!values.dataset) throw new UsageError('--dataset ID is required (see longhaul synth list)');
+  const datasetId = values.dataset;
+  if (!datasetId) throw new UsageError('--dataset ID is required (see longhaul synth list)');
   const sample = integerFlag(values.sample, 'sample', 20, 1, 100_000);
   const seed = integerFlag(values.seed, 'seed', 0, 0, 2 ** 31 - 1);
-  const settings = config();
-  await stackUp(settings, { workers: false });
-  const services = openServices(settings);
-  try {
-    await migrate(settings.postgres.url);
-    const lines = await publishedLines(services, values.dataset);
-    const out = values.out ?? path.join(settings.home, 'reports', `synth-audit-${values.dataset}.md`);
+  return withStack({ workers: false }, async (services, settings) => {
+    const lines = await publishedLines(services, datasetId);
+    const out = values.out ?? path.join(settings.home, 'reports', `synth-audit-${datasetId}.md`);
     fs.mkdirSync(path.dirname(out), { recursive: true });
-    fs.writeFileSync(out, auditText(values.dataset, lines, sample, seed));
+    fs.writeFileSync(out, auditText(datasetId, lines, sample, seed));
     console.log(`wrote ${Math.min(sample, lines.length)} items to ${out}`);
     return 0;
-  } finally {
-    await services.close();
-  }
+  });
 }
 
 /** The published JSONL of a dataset, or a UsageError naming --dataset. */
-async function publishedLines(services: ReturnType<typeof openServices>, datasetId: string): Promise<DatasetLine[]> {
+async function publishedLines(services: Services, datasetId: string): Promise<DatasetLine[]> {
   const dataset = await createPgSynthesisStore(services.pool).dataset(datasetId);
   if (!dataset) throw new UsageError(`--dataset: no dataset "${datasetId}" (see longhaul synth list)`);
   if (dataset.status !== 'published') throw new UsageError(`--dataset: "${datasetId}" is still running; use it once it is published`);
@@ -251,26 +281,21 @@ async function publishedLines(services: ReturnType<typeof openServices>, dataset
 /** `synth export`: a published dataset as ASearcher JSONL ({question, answer, source, id, aug_answer}). */
 async function exportDataset(args: string[]): Promise<number> {
   const { values } = parseFlags(args, { dataset: { type: 'string' }, out: { type: 'string' } });
-  if (!values.dataset) throw new UsageError('--dataset ID is required (see longhaul synth list)');
-  if (!values.out) throw new UsageError('--out FILE is required (the ASearcher JSONL to write)');
-  const settings = config();
-  await stackUp(settings, { workers: false });
-  const services = openServices(settings);
-  try {
-    await migrate(settings.postgres.url);
-    const lines = await publishedLines(services, values.dataset);
+  const { dataset: datasetId, out } = values;
+  if (!datasetId) throw new UsageError('--dataset ID is required (see longhaul synth list)');
+  if (!out) throw new UsageError('--out FILE is required (the ASearcher JSONL to write)');
+  return withStack({ workers: false }, async (services) => {
+    const lines = await publishedLines(services, datasetId);
     const items = lines.map((line) => ({
       id: line.id,
       question: line.question,
       answers: line.answers,
-      source: line.source ?? `longhaul:${values.dataset}`,
+      source: line.source ?? `longhaul:${datasetId}`,
     }));
-    fs.writeFileSync(values.out, toASearcherJsonl(items));
-    console.log(`wrote ${items.length} items to ${values.out} (ASearcher JSONL)`);
+    fs.writeFileSync(out, toASearcherJsonl(items));
+    console.log(`wrote ${items.length} items to ${out} (ASearcher JSONL)`);
     return 0;
-  } finally {
-    await services.close();
-  }
+  });
 }
 
 /**
@@ -294,11 +319,7 @@ async function importDataset(args: string[]): Promise<number> {
     throw new UsageError(`FILE: ${(error as Error).message}`);
   }
   for (const skipped of set.skipped) console.error(`${file}:${skipped.line}: skipped (${skipped.field}: ${skipped.reason})`);
-  const settings = config();
-  await stackUp(settings, { workers: false });
-  const services = openServices(settings);
-  try {
-    await migrate(settings.postgres.url);
+  return withStack({ workers: false }, async (services) => {
     const store = createPgSynthesisStore(services.pool);
     if (await store.dataset(datasetId))
       throw new UsageError(`--dataset-id: "${datasetId}" exists already (published datasets never change); choose another`);
@@ -336,32 +357,25 @@ async function importDataset(args: string[]): Promise<number> {
     });
     console.log(`imported ${set.items.length} items (${set.skipped.length} rows skipped) as dataset ${datasetId}: ${result.blobKey}`);
     return 0;
-  } finally {
-    await services.close();
-  }
+  });
 }
 
 async function list(): Promise<number> {
-  const settings = config();
-  await stackUp(settings, { workers: false });
-  const services = openServices(settings);
-  try {
-    await migrate(settings.postgres.url);
+  return withStack({ workers: false }, async (services) => {
     for (const dataset of await createPgSynthesisStore(services.pool).list())
       console.log(
         `${dataset.datasetId}  ${dataset.status}  ${dataset.synthesizer}  seed ${dataset.seed}  ${dataset.items ?? '-'} items  ${dataset.blobKey ?? ''}`,
       );
     return 0;
-  } finally {
-    await services.close();
-  }
+  });
 }
 
 export const synthCommand: Command = {
   name: 'synth',
   summary: 'synthesize hard questions with provable answers (the data-synthesis agent), audit and list datasets',
-  usage: `longhaul synth [--synthesizer grounded] [--count N] [--seed N] [--hops N] [--fuzzes N] [--samples N]
-               [--threshold X] [--solver-attempts N] [--concurrency N] [--dataset-id ID] [--json]
+  usage: `longhaul synth [--synthesizer grounded|llm] [--count N] [--seed N] [--hops N] [--fuzzes N] [--samples N]
+               [--threshold X] [--solver gold|policy] [--solver-attempts N] [--concurrency N] [--dataset-id ID] [--json]
+               [--llm-url URL] [--llm-model NAME] [--llm-attempts N] [--alternatives N]   (--synthesizer llm)
 longhaul synth audit --dataset ID [--sample N] [--seed N] [--out FILE]
 longhaul synth export --dataset ID --out FILE      (ASearcher JSONL: question, answer, source, id, aug_answer)
 longhaul synth import FILE [--dataset-id ID]       (ASearcher JSONL → a published dataset, marked unchecked)
@@ -376,7 +390,14 @@ policy; kept when the Wilson 95 % lower bound of the error rate is above --thres
 are published as an immutable dataset (JSONL with goldTurns, usable by train and warm-start).
 Needs the knowledge base of \`longhaul corpus build\`. Same --seed, same knowledge base: same dataset.
 
-  --synthesizer NAME  grounded (default; no LLM)
+  --synthesizer NAME  grounded (default; no LLM) or llm (each action a prompt to an OpenAI-compatible chat
+                      model, facts grounded mechanically in stored passages; see docs/SYNTHESIS.md)
+  --llm-url URL       the llm synthesizer's endpoint, ending in /v1 (default LONGHAUL_SYNTH_LLM_BASE_URL;
+                      its key: LONGHAUL_SYNTH_LLM_API_KEY)   --llm-model NAME (default LONGHAUL_SYNTH_LLM_MODEL)
+  --llm-attempts N    prompts per action before unusable replies reject it (default 2)
+  --alternatives N    distinct wrong answers the llm path's uniqueness check must weigh (default 20)
+  --solver MODE       gold: replay the gold path through the real tools (default); policy: the reference
+                      policy searches on its own, pass@k over --solver-attempts k
   --count N           candidates to run (default 100)     --seed N   random seed (default 0)
   --hops N            chain length to aim for (default 3)   --fuzzes N  obscured literals (default 2)
   --samples N         closed-book samples (default 16)   --threshold X  in [0, 1] (default 0.7)

@@ -8,6 +8,7 @@
  * Network errors and 5xx are retried with exponential backoff, a 429 waits for its Retry-After;
  * responses are parsed leniently.
  */
+import type { ChatModels } from '../../activities/ports/chat-model.port.js';
 import type { Judge } from '../../activities/ports/judge.port.js';
 import type { GenerateRequest, GenerateResult, PolicyBackend, PolicyCapabilities } from '../../activities/ports/policy.port.js';
 import type { Config } from '../config.js';
@@ -192,6 +193,35 @@ export function configuredJudge(settings: Config['judge']): Judge | undefined {
     timeoutMs: 60_000,
   });
   return { backend, model: settings.model, baseUrl: settings.baseUrl };
+}
+
+/**
+ * The LLM synthesizer's chat models: the configured endpoint as the default, any endpoint a run names
+ * with the configured key and time limit. One attempt per request (the synthesizer bounds its own
+ * retries, and a hang ends at the time limit), backends cached per endpoint.
+ */
+export function configuredChatModels(settings: Config['synthesisLlm']): ChatModels {
+  const backends = new Map<string, PolicyBackend>();
+  return {
+    defaults: { baseUrl: settings.baseUrl, model: settings.model },
+    open(endpoint) {
+      const key = `${endpoint.baseUrl}\u0000${endpoint.model}`;
+      let backend = backends.get(key);
+      if (!backend) {
+        backend = createOpenAIBackend({
+          baseUrl: endpoint.baseUrl,
+          model: endpoint.model,
+          apiKey: settings.apiKey,
+          api: 'chat',
+          requestTokenIds: false,
+          maxAttempts: 1,
+          timeoutMs: settings.timeoutMs,
+        });
+        backends.set(key, backend);
+      }
+      return backend;
+    },
+  };
 }
 
 /** What a completion lacks for training, with its token count from the best source there is; undefined when complete. */

@@ -9,8 +9,11 @@ import { defineQuery } from '@temporalio/workflow';
 export const synthesizeQuestionWorkflowType = 'synthesizeQuestion';
 export const synthesisRunWorkflowType = 'synthesisRun';
 
-/** Synthesizers behind the action interface. `grounded` composes knowledge-base relations (no LLM). */
-export const synthesizerNames = ['grounded'] as const;
+/**
+ * Synthesizers behind the action interface. `grounded` composes knowledge-base relations (no LLM);
+ * `llm` prompts an OpenAI-compatible chat model for each action, with retrieval from the corpus.
+ */
+export const synthesizerNames = ['grounded', 'llm'] as const;
 export type SynthesizerName = (typeof synthesizerNames)[number];
 
 /** The checks, in the order a candidate meets them (a candidate stops at its first failed check). */
@@ -83,6 +86,8 @@ export interface SynthesisState {
   readonly injections: number;
   readonly fuzzes: number;
   readonly actions: readonly SynthesisActionRecord[];
+  /** The LLM path's working question (the grounded path writes its question from the chain at exit). */
+  readonly question?: string;
 }
 
 /** What `exit` produces: the question, its answer, every fact with its span, and the gold solution path. */
@@ -112,7 +117,26 @@ export interface SynthesisSettings {
   readonly solverAttempts: number;
   /** Tokens per closed-book sample. @default 64 */
   readonly closedBookMaxTokens: number;
+  /**
+   * How the reference solver runs: `gold` replays the gold solution path through the real tools
+   * (teacher forcing); `policy` lets the reference policy search on its own (pass@k over solverAttempts).
+   * @default 'gold'
+   */
+  readonly solverMode: SolverMode;
+  /** Turns a `policy` solver may take. @default 32 */
+  readonly solverMaxTurns: number;
+  /** The LLM synthesizer's chat endpoint (ending in /v1); absent: the agent worker's LONGHAUL_SYNTH_LLM_BASE_URL. */
+  readonly llmBaseUrl?: string;
+  /** The LLM synthesizer's model; absent: LONGHAUL_SYNTH_LLM_MODEL. */
+  readonly llmModel?: string;
+  /** Prompts per LLM action before its unusable replies become the action's rejection. @default 2 */
+  readonly llmAttempts: number;
+  /** Distinct wrong answers the LLM path's uniqueness check must consider, at least. @default 20 */
+  readonly alternativeAnswers: number;
 }
+
+export const solverModes = ['gold', 'policy'] as const;
+export type SolverMode = (typeof solverModes)[number];
 
 export interface SynthesizeQuestionInput {
   readonly datasetId: string;
@@ -191,34 +215,54 @@ export interface SynthesisActivities {
     synthesizer: SynthesizerName;
     seed: number;
     taskIndex: number;
+    settings?: SynthesisSettings;
   }): Promise<{ state: SynthesisState | null; reason: string }>;
   synthesisInject(input: {
     state: SynthesisState;
     seed: number;
     round: number;
     final: boolean;
+    settings?: SynthesisSettings;
   }): Promise<{ state: SynthesisState | null; reason: string }>;
-  synthesisFuzz(input: { state: SynthesisState; seed: number; round: number }): Promise<{ state: SynthesisState | null; reason: string }>;
-  synthesisVerify(input: { state: SynthesisState }): Promise<{ ok: boolean; reason: string }>;
-  synthesisExit(input: { state: SynthesisState }): Promise<{ candidate: SynthesisCandidate | null; reason: string }>;
+  synthesisFuzz(input: {
+    state: SynthesisState;
+    seed: number;
+    round: number;
+    settings?: SynthesisSettings;
+  }): Promise<{ state: SynthesisState | null; reason: string }>;
+  synthesisVerify(input: { state: SynthesisState; settings?: SynthesisSettings }): Promise<{ ok: boolean; reason: string }>;
+  synthesisExit(input: {
+    state: SynthesisState;
+    settings?: SynthesisSettings;
+  }): Promise<{ candidate: SynthesisCandidate | null; reason: string }>;
   checkQuality(input: CheckInput): Promise<CheckVerdict>;
   checkGrounding(input: CheckInput): Promise<CheckVerdict>;
-  checkUniqueness(input: CheckInput): Promise<CheckVerdict>;
+  /**
+   * Grounded: a proof over the knowledge base. LLM path: an alternative-answer check over the wrong
+   * answers of the closed-book `samples`, the solver `attempts` and the synthesizer model's own guesses.
+   */
+  checkUniqueness(
+    input: CheckInput & { samples?: readonly string[]; attempts?: readonly SolverAttempt[]; settings?: SynthesisSettings },
+  ): Promise<CheckVerdict>;
   checkContamination(input: CheckInput): Promise<CheckVerdict>;
-  checkSolvability(input: CheckInput & { attempts: readonly SolverAttempt[] }): Promise<CheckVerdict>;
+  /** `mode` policy: a run solves it with reward 1 (the documents it read are recorded, not required). @default gold */
+  checkSolvability(input: CheckInput & { attempts: readonly SolverAttempt[]; mode?: SolverMode }): Promise<CheckVerdict>;
   checkDifficulty(input: CheckInput & { samples: readonly string[]; threshold: number; solverPassRate: number }): Promise<CheckVerdict>;
-  recordCandidate(input: {
-    datasetId: string;
-    taskIndex: number;
-    workflowId: string;
-    accepted: boolean;
-    reason: string;
-    candidate: SynthesisCandidate | null;
-    state: SynthesisState | null;
-    seconds: number;
-    tokens: number;
-  }): Promise<void>;
+  recordCandidate(input: RecordCandidateInput): Promise<void>;
   publishDataset(input: { datasetId: string; count: number }): Promise<SynthesisRunResult>;
+}
+
+/** One task's outcome as the workflow hands it to `recordCandidate` (the store's row derives from it). */
+export interface RecordCandidateInput {
+  readonly datasetId: string;
+  readonly taskIndex: number;
+  readonly workflowId: string;
+  readonly accepted: boolean;
+  readonly reason: string;
+  readonly candidate: SynthesisCandidate | null;
+  readonly state: SynthesisState | null;
+  readonly seconds: number;
+  readonly tokens: number;
 }
 
 export interface CheckInput {

@@ -1,5 +1,5 @@
 /** Validation and defaults of the synthesis workflows' input (pure: runs inside the workflows and in the CLI's preflight). */
-import { synthesizerNames, type SynthesisSettings, type SynthesizerName } from './synthesis.contract.js';
+import { solverModes, synthesizerNames, type SynthesisSettings, type SynthesizerName } from './synthesis.contract.js';
 import {
   InputError,
   enumField,
@@ -20,7 +20,22 @@ const SETTINGS_FIELDS = [
   'difficultyThreshold',
   'solverAttempts',
   'closedBookMaxTokens',
+  'solverMode',
+  'solverMaxTurns',
+  'llmBaseUrl',
+  'llmModel',
+  'llmAttempts',
+  'alternativeAnswers',
 ] as const;
+
+/** An http(s) URL of an OpenAI-compatible server, ending in /v1 (pure: no URL global in the workflow sandbox needed). */
+function endpointField(value: Fields, field: string): string | undefined {
+  if (value[field] === undefined) return undefined;
+  const url = stringField(value, field, { maxLength: 500 });
+  if (!/^https?:\/\/[^\s/]+(\/[^\s]*)?$/.test(url) || !/\/v1\/?$/.test(url))
+    throw new InputError(field, `expected an http(s) URL ending in /v1 such as http://127.0.0.1:8000/v1, got ${JSON.stringify(url)}`);
+  return url.replace(/\/$/, '');
+}
 
 export function parseSynthesisSettings(value: Fields): SynthesisSettings {
   rejectUnknown(value, SETTINGS_FIELDS);
@@ -32,6 +47,12 @@ export function parseSynthesisSettings(value: Fields): SynthesisSettings {
     difficultyThreshold: numberField(value, 'difficultyThreshold', { min: 0, max: 1, default: 0.7 }),
     solverAttempts: integerField(value, 'solverAttempts', { min: 1, max: 16, default: 1 }),
     closedBookMaxTokens: integerField(value, 'closedBookMaxTokens', { min: 1, max: 4096, default: 64 }),
+    solverMode: enumField(value, 'solverMode', solverModes, 'gold'),
+    solverMaxTurns: integerField(value, 'solverMaxTurns', { min: 1, max: 1000, default: 32 }),
+    ...(value.llmBaseUrl === undefined ? {} : { llmBaseUrl: endpointField(value, 'llmBaseUrl')! }),
+    ...(value.llmModel === undefined ? {} : { llmModel: stringField(value, 'llmModel', { maxLength: 200 }) }),
+    llmAttempts: integerField(value, 'llmAttempts', { min: 1, max: 8, default: 2 }),
+    alternativeAnswers: integerField(value, 'alternativeAnswers', { min: 1, max: 200, default: 20 }),
   };
 }
 

@@ -1,0 +1,259 @@
+/**
+ * The LLM-driven synthesizer on the real stack, against a local OpenAI-compatible server that replays
+ * recorded chat replies (test/doubles/chat-replay-server.ts): one question accepted end to end through
+ * synthesisRun (its evidence re-verified against the stored documents, its uniqueness weighed against
+ * ≥ 20 distinct wrong answers), and garbage replies — not JSON, JSON cut short, wrong fields, a 500, a
+ * hang ended by the time limit, a response without choices, the answer in the question, a quote no
+ * stored document holds — each a recorded rejection with its reason, never a failed or stuck run.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { findEvidence, verifyEvidence } from '../activities/synthesis/evidence.js';
+import { KnowledgeGraph } from '../activities/synthesis/knowledge-graph.js';
+import { llmSeedEntity } from '../activities/synthesis/llm.synthesizer.js';
+import { datasetBlobKey } from '../activities/synthesis/synthesis.activities.js';
+import type { KnowledgeBaseEntity, KnowledgeBaseRelation } from '../activities/ports/knowledge-base.port.js';
+import { createToolActivities } from '../activities/tools/run-tools.activities.js';
+import { buildToolRegistry } from '../composition/tool-registry.js';
+import { createInProcessAgent, type InProcessAgent } from '../composition/in-process-agent.js';
+import { createPgKnowledgeBase } from '../infra/postgres/knowledge-base.pg.js';
+import { createPgSynthesisStore } from '../infra/postgres/synthesis-store.pg.js';
+import { createPgToolCallStore } from '../infra/search/tool-call-store.pg.js';
+import { synthesisRunWorkflowType, type SynthesisFact, type SynthesisRunResult } from '../workflows/contracts/synthesis.contract.js';
+import { taskSeed } from '../workflows/synthesis.workflow.js';
+import { jsonReply, startChatReplayServer, type ChatReplayServer, type ReplayReply } from './doubles/chat-replay-server.js';
+import { createScriptedPolicy } from './doubles/scripted-policy.js';
+import { openContext, uniquePrefix, type TestContext } from './helpers/stack.js';
+import { evaluationSetIndex, synthesisCorpus, type SynthesisCorpus } from './helpers/synthesis.js';
+
+describe('the LLM-driven synthesizer against a replaying chat server', () => {
+  const prefix = uniquePrefix('synthllm');
+  let context: TestContext;
+  let corpus: SynthesisCorpus;
+  let agent: InProcessAgent;
+  let stopAgent: () => Promise<void>;
+  let replay: ChatReplayServer;
+  let graph: KnowledgeGraph;
+
+  /** A country's fact of `predicate` with the sentence of its document that states it. */
+  async function stated(
+    entity: KnowledgeBaseEntity,
+    predicate: string,
+  ): Promise<{ relation: KnowledgeBaseRelation; quote: string } | null> {
+    const relation = graph.relations(entity.id, predicate)[0];
+    if (!relation) return null;
+    const document = (await createPgKnowledgeBase(corpus.pool).documents([relation.documentId])).get(relation.documentId);
+    const evidence = document ? findEvidence(relation, document) : null;
+    return evidence ? { relation, quote: evidence.text } : null;
+  }
+
+  before(async () => {
+    context = await openContext(prefix);
+    corpus = await synthesisCorpus(context.config, 'synthllm');
+    graph = new KnowledgeGraph(await createPgKnowledgeBase(corpus.pool).snapshot(['country', 'city']));
+    replay = await startChatReplayServer({});
+    const registry = buildToolRegistry(context.config, corpus.pool);
+    agent = await createInProcessAgent({
+      config: context.config,
+      blobs: context.blobs,
+      pool: corpus.pool,
+      backend: createScriptedPolicy(),
+      tools: createToolActivities({ registry: registry.registry, store: createPgToolCallStore(corpus.pool) }),
+      prefix,
+      contamination: evaluationSetIndex(['What is the capital of Atlantis, the sunken island?']),
+      synthesisLlm: { baseUrl: replay.baseUrl, model: 'replay-model', apiKey: null, timeoutMs: 1500 },
+    });
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const running = agent.run(() => released);
+    stopAgent = async () => {
+      release();
+      await running;
+      await registry.close();
+    };
+  });
+  after(async () => {
+    await stopAgent?.();
+    await replay?.close();
+    await corpus?.close();
+    await context?.close();
+  });
+
+  it(
+    'accepts a question end to end: facts grounded in stored spans, ≥ 20 wrong answers weighed, solved, hard',
+    { timeout: 300_000 },
+    async () => {
+      // Pick a run seed whose task 0 seeds a country with a stated capital and a stated neighbour (the replies are fixed before the run).
+      let runSeed = 0;
+      let plan: {
+        country: KnowledgeBaseEntity;
+        capital: { relation: KnowledgeBaseRelation; quote: string };
+        border: { quote: string; name: string; documentId: string };
+      } | null = null;
+      for (; runSeed < 200 && !plan; runSeed += 1) {
+        const country = llmSeedEntity(graph, taskSeed(runSeed, 0), 0);
+        if (!country) continue;
+        const capital = await stated(country, 'capital');
+        const border = await stated(country, 'borders');
+        const neighbour = border?.relation.objectText ?? '';
+        if (
+          !capital ||
+          !border ||
+          neighbour === '' ||
+          capital.relation.objectText.includes(country.name) ||
+          neighbour.includes(country.name)
+        )
+          continue;
+        plan = { country, capital, border: { quote: border.quote, name: neighbour, documentId: border.relation.documentId } };
+        runSeed -= 1;
+      }
+      assert.ok(plan, 'a seed country with a stated capital and neighbour');
+      const { country, capital, border } = plan;
+      const answer = capital.relation.objectText;
+      const injected = `What is the capital of the country that borders ${border.name}?`;
+      const fuzzed = `What is the capital of the country that borders a country whose name starts with "${border.name[0]}" and has ${border.name.length} letters?`;
+      replay.enqueue('seed', jsonReply({ question: `What is the capital of ${country.name}?`, answer, quote: capital.quote }));
+      replay.enqueue('inject', jsonReply({ question: injected, document_id: border.documentId, quote: border.quote, named: border.name }));
+      replay.enqueue('verify', jsonReply({ answer }), { content: `Sure! {"answer": "${answer}"}` });
+      replay.enqueue('fuzz', jsonReply({ question: fuzzed, obscured: border.name, replacement: 'a country by its initial and length' }));
+      replay.enqueue('exit', { content: '```json\n' + JSON.stringify({ question: fuzzed }) + '\n```' });
+      const guesses = Array.from({ length: 24 }, (_, index) => `Wrong City ${String.fromCharCode(65 + index)}`);
+      replay.enqueue('guesses', jsonReply({ answers: [answer, ...guesses] }));
+      replay.enqueue('alternatives', jsonReply({ also_correct: [answer], rationale: 'only the known answer fits' }));
+
+      const datasetId = `${prefix}ok`;
+      const run: SynthesisRunResult = await context.client.workflow.execute(synthesisRunWorkflowType, {
+        taskQueue: context.queue('agent'),
+        workflowId: `${prefix}run-ok`,
+        args: [
+          {
+            datasetId,
+            count: 1,
+            seed: runSeed,
+            synthesizer: 'llm',
+            concurrency: 1,
+            settings: { targetHops: 1, targetFuzzes: 1, llmAttempts: 2 },
+          },
+        ],
+      });
+      const store = createPgSynthesisStore(corpus.pool);
+      const [row] = await store.candidates(datasetId);
+      assert.equal(run.accepted, 1, `accepted (${row?.reason})`);
+      assert.deepEqual(
+        replay.calls.map((call) => call.prompt),
+        ['seed', 'inject', 'verify', 'fuzz', 'verify', 'exit', 'guesses', 'alternatives'],
+        'one call per action: nothing asked twice',
+      );
+      assert.ok(replay.calls.every((call) => call.model === 'replay-model'));
+
+      const item = JSON.parse((await context.blobs.get(datasetBlobKey(datasetId))).toString('utf8').trim()) as {
+        question: string;
+        answers: string[];
+        goldTurns: string[];
+        provenance: {
+          facts: SynthesisFact[];
+          verdicts: { check: string; passed: boolean; details: Record<string, unknown> }[];
+          injections: number;
+          fuzzes: number;
+        };
+      };
+      assert.equal(item.question, fuzzed);
+      assert.deepEqual(item.answers, [answer]);
+      assert.equal(item.provenance.injections, 1);
+      assert.equal(item.provenance.fuzzes, 1);
+      // Every fact's span re-verified against the stored document: same content hash, span hash, text, and it states the fact.
+      const documents = await createPgKnowledgeBase(corpus.pool).documents(item.provenance.facts.map((fact) => fact.evidence.documentId));
+      assert.equal(item.provenance.facts.length, 2);
+      for (const fact of item.provenance.facts)
+        assert.equal(verifyEvidence(fact.evidence, fact, documents.get(fact.evidence.documentId)), null);
+      const uniqueness = item.provenance.verdicts.find((verdict) => verdict.check === 'uniqueness')!;
+      assert.equal(uniqueness.passed, true);
+      const wrong = uniqueness.details.wrongAnswers as { answer: string; sources: string[] }[];
+      assert.ok(wrong.length >= 20, `${wrong.length} distinct wrong answers`);
+      assert.ok(!wrong.some((entry) => entry.answer === answer), 'the gold answer is not counted as an alternative');
+      assert.ok(wrong.some((entry) => entry.sources.includes('closed-book policy')));
+      assert.deepEqual(item.provenance.verdicts.map((verdict) => [verdict.check, verdict.passed]).sort(), [
+        ['contamination', true],
+        ['difficulty', true],
+        ['grounding', true],
+        ['quality', true],
+        ['solvability', true],
+        ['uniqueness', true],
+      ]);
+      assert.ok(item.goldTurns.at(-1)!.includes(`<answer>${answer}</answer>`));
+    },
+  );
+
+  it('turns every kind of garbage reply into a recorded rejection with its reason', { timeout: 300_000 }, async () => {
+    const runSeed = 5;
+    const seedOf = (taskIndex: number) => llmSeedEntity(graph, taskSeed(runSeed, taskIndex), taskIndex)!;
+    const leak = await stated(seedOf(6), 'capital');
+    const leaked = leak?.relation.objectText ?? 'unknown';
+    const garbage: readonly [ReplayReply, RegExp][] = [
+      [{ content: "I'm sorry, as a language model I can only write prose." }, /^synthesis: seed: not JSON/],
+      [{ content: '{"question": "What is the capital of' }, /^synthesis: seed: truncated JSON/],
+      [jsonReply({ q: 'What is it?', a: 'x' }), /^synthesis: seed: missing or invalid fields .*question/],
+      [{ status: 500, message: 'CUDA out of memory' }, /^synthesis: seed: endpoint failed .*500/],
+      [{ hang: true }, /^synthesis: seed: endpoint failed/],
+      [{ body: { id: 'x', object: 'chat.completion', choices: [] } }, /^synthesis: seed: (endpoint failed|empty reply)/],
+      [
+        jsonReply({ question: `Is ${leaked} the capital of ${seedOf(6).name}?`, answer: leaked, quote: leak?.quote ?? 'none' }),
+        leak ? /^synthesis: seed: answer in the question/ : /^synthesis: seed: ungrounded/,
+      ],
+      [
+        jsonReply({ question: `What is the capital of ${seedOf(7).name}?`, answer: 'Cheese', quote: 'The moon is made of green cheese.' }),
+        /^synthesis: seed: ungrounded .*not in document/,
+      ],
+    ];
+    replay.enqueue('seed', ...garbage.map(([reply]) => reply));
+    const datasetId = `${prefix}garbage`;
+    const run: SynthesisRunResult = await context.client.workflow.execute(synthesisRunWorkflowType, {
+      taskQueue: context.queue('agent'),
+      workflowId: `${prefix}run-garbage`,
+      args: [
+        {
+          datasetId,
+          count: garbage.length,
+          seed: runSeed,
+          synthesizer: 'llm',
+          concurrency: 1,
+          settings: { targetHops: 1, llmAttempts: 1 },
+        },
+      ],
+    });
+    assert.equal(run.candidates, garbage.length, 'every task recorded');
+    assert.equal(run.accepted, 0);
+    const rows = (await createPgSynthesisStore(corpus.pool).candidates(datasetId)).sort((a, b) => a.taskIndex - b.taskIndex);
+    for (const [index, [, why]] of garbage.entries()) {
+      console.log(`garbage ${index}: ${rows[index]!.reason}`);
+      assert.match(rows[index]!.reason, why, `task ${index}`);
+    }
+    assert.ok(Object.keys(run.rejectionsByReason).length >= 4, JSON.stringify(run.rejectionsByReason));
+  });
+
+  it(
+    "solves with the reference policy's own tool use when settings.solverMode is policy (pass@k over k runs)",
+    { timeout: 300_000 },
+    async () => {
+      const datasetId = `${prefix}policy`;
+      await context.client.workflow.execute(synthesisRunWorkflowType, {
+        taskQueue: context.queue('agent'),
+        workflowId: `${prefix}run-policy`,
+        args: [{ datasetId, count: 3, seed: 11, concurrency: 3, settings: { solverMode: 'policy', solverAttempts: 2, solverMaxTurns: 4 } }],
+      });
+      const store = createPgSynthesisStore(corpus.pool);
+      const rows = await store.candidates(datasetId);
+      const verdicts = (await store.verdicts(rows.map((row) => row.workflowId))).filter((verdict) => verdict.check === 'solvability');
+      assert.ok(verdicts.length >= 1, `a candidate reached the solver (${rows.map((row) => row.reason).join('; ')})`);
+      for (const verdict of verdicts) {
+        const attempts = verdict.details.attempts as { toolCalls: number; why: string }[];
+        assert.equal(verdict.details.mode, 'policy');
+        assert.equal(attempts.length, 2, 'k = 2 runs');
+        // The scripted policy searches on its own (no gold turns forced) and then answers wrongly: not solved, with the reason.
+        assert.ok(attempts.every((attempt) => attempt.toolCalls >= 1));
+        assert.equal(verdict.passed, false);
+        assert.match(verdict.reason, /no tool-using run solved it: reward 0/);
+      }
+    },
+  );
+});
