@@ -5,6 +5,7 @@ import { repoRoot } from '../../infra/paths.js';
 import { runSearchBenchmark } from '../../bench/search-benchmark.js';
 import { inferBenchmark } from './bench-infer.command.js';
 import { asyncBenchmark, concurrencyBenchmark, overheadBenchmark } from './bench-agent.command.js';
+import { transferBenchmark } from './bench-transfer.command.js';
 import { integerFlag, parseFlags } from '../arguments.js';
 import { UsageError, type Command } from '../command.js';
 
@@ -83,6 +84,7 @@ const benchmarks: Readonly<Record<string, Benchmark>> = {
   overhead: overheadBenchmark,
   concurrency: concurrencyBenchmark,
   async: asyncBenchmark,
+  transfer: transferBenchmark,
 };
 
 export const benchCommand: Command = {

@@ -2,6 +2,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { config } from '../../infra/config.js';
 import { createPgReportSource, type ReportSource } from '../../infra/postgres/report-source.pg.js';
+import { createPgBenchmarkResultStore } from '../../infra/postgres/benchmark-result-store.pg.js';
+import type { BenchmarkResultStore } from '../../activities/ports/benchmark-result-store.port.js';
 import { openServices } from '../../composition/services.js';
 import { integerFlag, parseFlags } from '../arguments.js';
 import { UsageError, type Command } from '../command.js';
@@ -9,7 +11,12 @@ import { demoEvaluationPrefix } from '../report/gather-report.js';
 import { formatReportSummary } from '../report/report-summary.js';
 import { loadChartRuntime, writeReport } from '../report/write-report.js';
 
-async function resolveRun(source: ReportSource, home: string, requested: string | undefined): Promise<string> {
+async function resolveRun(
+  source: ReportSource,
+  benchmarks: BenchmarkResultStore,
+  home: string,
+  requested: string | undefined,
+): Promise<string> {
   const recent = await source.recentRuns(5);
   const hint = recent.length ? ` (recent runs: ${recent.map((run) => run.runId).join(', ')})` : ' (no run has trajectories yet)';
   if (requested === undefined) {
@@ -18,8 +25,9 @@ async function resolveRun(source: ReportSource, home: string, requested: string 
   }
   const known =
     (await source.countTrajectories(requested, [demoEvaluationPrefix(requested)])) > 0 ||
-    fs.existsSync(path.join(home, 'reports', `${requested}.json`));
-  if (!known) throw new UsageError(`--run "${requested}" has no trajectories and no demo report${hint}`);
+    fs.existsSync(path.join(home, 'reports', `${requested}.json`)) ||
+    (await benchmarks.get(requested)) !== undefined;
+  if (!known) throw new UsageError(`--run "${requested}" has no trajectories, no demo report and no benchmark result${hint}`);
   return requested;
 }
 
@@ -32,7 +40,7 @@ Writes one HTML file for a training run (default: the run with the newest trajec
 charts, their runtime inlined (it opens offline): training reward and held-out accuracy per policy
 version with 95 % intervals, staleness, trainer busy fraction, samples per hour, turns and tool-call
 distributions, the evaluation results (table evaluation_results), the training set's statistics, and
-the expert behaviours across versions (answers verified by a further search, distinct documents,
+a transfer benchmark's side-by-side table and charts (longhaul bench transfer), the expert behaviours across versions (answers verified by a further search, distinct documents,
 uncertainty, conflicting evidence, tool calls per question). Each trajectory gets its own page in
 a folder beside the file (<name>.trajectories/), linked from the table; \`longhaul show <id>\` prints
 the same in a terminal. Prints a summary and the path. Needs the stack (Postgres, S3; Temporal for
@@ -58,7 +66,7 @@ a learner's step statistics, else the demo's JSON report is used).
     const services = openServices(settings);
     try {
       const source = createPgReportSource(services.pool);
-      const runId = await resolveRun(source, settings.home, values.run);
+      const runId = await resolveRun(source, createPgBenchmarkResultStore(services.pool), settings.home, values.run);
       const out = path.resolve(values.out ?? path.join(settings.home, 'reports', `${runId}.html`));
       const written = await writeReport(services, settings.home, { runId, out, pages: !values['no-pages'], maxTrajectories });
       console.log(formatReportSummary(written.model));

@@ -13,6 +13,8 @@ import { meanWithInterval } from '../../activities/analysis/interval.js';
 import { loadTrajectoryView, type TrajectoryView } from '../../activities/analysis/trajectory-view.js';
 import { evaluationSummarySchema, type EvaluationSummary } from '../../activities/ports/evaluation-result.schema.js';
 import type { BlobStore } from '../../activities/ports/blob-store.port.js';
+import type { BenchmarkResultStore } from '../../activities/ports/benchmark-result-store.port.js';
+import { readTransferResult, transferBenchmarkName, type TransferResult } from '../../bench/transfer-benchmark.js';
 import type { ReportSource, ReportTrajectoryRow } from '../../infra/postgres/report-source.pg.js';
 import { learnerStateQuery, type LearnerResult, type LearnerState, type StepStats } from '../../workflows/contracts/learner.contract.js';
 import type {
@@ -33,6 +35,8 @@ export interface ReportSources {
   readonly client: Client | null;
   /** LONGHAUL_HOME: the demo's JSON reports are in <home>/reports. */
   readonly home: string;
+  /** Stored benchmark results: a transfer benchmark's row has the run's id. */
+  readonly benchmarks?: BenchmarkResultStore;
 }
 
 export interface GatherOptions {
@@ -274,19 +278,29 @@ async function mapLimited<T, R>(
   return results;
 }
 
+/** The run's transfer benchmark result, if the run is one (a row of benchmark "transfer" with its id). */
+async function transferOf(store: BenchmarkResultStore | undefined, runId: string, notes: string[]): Promise<TransferResult | null> {
+  const record = store ? await store.get(runId) : undefined;
+  if (!record || record.benchmark !== transferBenchmarkName) return null;
+  const result = readTransferResult(record.result);
+  if (!result) notes.push(`benchmark result ${runId} is not a transfer result of the expected shape: left out`);
+  return result;
+}
+
 export async function gatherReport(sources: ReportSources, options: GatherOptions): Promise<GatheredReport> {
   const { runId } = options;
   const limit = options.maxTrajectories ?? 2000;
   const notes: string[] = [];
   const prefixes = [demoEvaluationPrefix(runId)];
-  const [rows, total, consumed, learner] = await Promise.all([
+  const [rows, total, consumed, learner, transfer] = await Promise.all([
     sources.source.trajectories(runId, prefixes, limit),
     sources.source.countTrajectories(runId, prefixes),
     sources.source.consumed(runId),
     learnerFacts(sources.client, sources.home, runId, notes),
+    transferOf(sources.benchmarks, runId, notes),
   ]);
   if (total > rows.length) notes.push(`${total} trajectories; the report reads the first ${rows.length} (--max-trajectories)`);
-  if (!learner) notes.push('no learner statistics: no learner workflow and no demo report for this run');
+  if (!learner && !transfer) notes.push('no learner statistics: no learner workflow and no demo report for this run');
   const isTraining = (row: ReportTrajectoryRow) => row.runId === runId && !row.trajectoryId.startsWith(prefixes[0]!);
   const versionOf = (row: ReportTrajectoryRow) => (row.versions.length ? Math.max(...row.versions) : 0);
 
@@ -415,6 +429,7 @@ export async function gatherReport(sources: ReportSources, options: GatherOption
       stopReason: row.stopReason,
       page: null,
     })),
+    transfer,
     notes,
     ...demoStages(sources.home, runId),
   };

@@ -230,7 +230,110 @@ export function reportCharts(model: ReportModel): Chart[] {
       description: 'Questions of the training set by the number of turns of their gold path (goldTurns).',
       spec: histogram(model.dataset.goldTurns, 'gold turns'),
     });
+  charts.push(...transferCharts(model));
   return charts;
+}
+
+/** The transfer benchmark's charts: held-out EM per trainable mode with its interval, and the cost of an optimizer step. */
+function transferCharts(model: ReportModel): Chart[] {
+  const transfer = model.transfer;
+  if (!transfer) return [];
+  const x = { field: 'mode', type: 'nominal', title: 'trainable mode', sort: null, axis: { labelAngle: 0 } };
+  const rows = transfer.modes.map((row) => ({
+    mode: row.mode,
+    label: row.label,
+    version: row.version,
+    em: row.em,
+    low: row.em_ci95[0],
+    high: row.em_ci95[1],
+    secondsPerStep: row.update_seconds_per_step,
+    trainableParameters: row.trainable_parameters,
+  }));
+  return [
+    {
+      id: 'chart-transfer-accuracy',
+      title: 'Transfer: held-out EM per trainable mode',
+      description: `Avg@${transfer.k} EM on the same ${transfer.heldout_questions} held-out questions after the same warm-start budget, with its 95 % bootstrap interval over questions.`,
+      spec: {
+        $schema: schema,
+        width,
+        height,
+        data: { values: rows },
+        layer: [
+          { mark: { type: 'rule', strokeWidth: 2 }, encoding: { x, y: { field: 'low', type: 'quantitative' }, y2: { field: 'high' } } },
+          {
+            mark: { type: 'point', filled: true, size: 90 },
+            encoding: {
+              x,
+              y: { field: 'em', type: 'quantitative', title: 'EM', scale: { domain: [0, 1] } },
+              tooltip: [
+                { field: 'mode' },
+                { field: 'label' },
+                { field: 'version' },
+                { field: 'em', format: '.3f' },
+                { field: 'low', format: '.3f' },
+                { field: 'high', format: '.3f' },
+              ],
+            },
+          },
+        ],
+      },
+    },
+    {
+      id: 'chart-transfer-cost',
+      title: 'Transfer: seconds per optimizer step',
+      description:
+        'The engine’s forward, backward and AdamW time over its optimizer steps, per trainable mode (same samples and micro-batches).',
+      spec: {
+        $schema: schema,
+        width,
+        height,
+        data: { values: rows.filter((row) => row.secondsPerStep !== null) },
+        mark: 'bar',
+        encoding: {
+          x,
+          y: { field: 'secondsPerStep', type: 'quantitative', title: 'seconds / optimizer step' },
+          tooltip: [{ field: 'mode' }, { field: 'secondsPerStep', format: '.2f' }, { field: 'trainableParameters', format: ',' }],
+        },
+      },
+    },
+  ];
+}
+
+/** The transfer benchmark's side-by-side table, or nothing when the run is no transfer benchmark. */
+function transferSection(model: ReportModel): string {
+  const transfer = model.transfer;
+  if (!transfer) return '';
+  const signed = (value: number) => `${value >= 0 ? '+' : ''}${value.toFixed(3)}`;
+  const rows = transfer.modes.map((row) => [
+    escapeHtml(row.mode),
+    escapeHtml(row.label),
+    `v${row.start_version} → v${row.version}`,
+    row.trainable_parameters === null ? '–' : row.trainable_parameters.toLocaleString('en-US'),
+    fixed(row.update_seconds_per_step, 2),
+    fixed(row.train_seconds, 1),
+    row.peak_rss_mb === null ? '–' : `${row.peak_rss_mb.toFixed(0)} MB`,
+    `${fixed(row.em)} [${fixed(row.em_ci95[0])}, ${fixed(row.em_ci95[1])}]`,
+    row.mode === 'full' ? 'reference' : `${signed(row.em_vs_full)} [${signed(row.em_vs_full_ci95[0])}, ${signed(row.em_vs_full_ci95[1])}]`,
+    `<code>${escapeHtml(row.evaluation)}</code>`,
+  ]);
+  return `<h2 id="transfer">Transfer by freezing</h2>
+<p class="muted">From v${transfer.start_version}: ${transfer.train_questions} training questions, the same warm-start budget for every mode (${transfer.budget.epochs} epochs, batch ${transfer.budget.batch}, learning rate ${transfer.budget.learning_rate}, seed ${transfer.budget.seed}); held-out: ${transfer.heldout_questions} questions of ${escapeHtml(transfer.heldout_dataset)} × ${transfer.k}. The difference against full fine-tuning is paired by question, with a 95 % bootstrap interval.</p>
+${table(
+  [
+    'mode',
+    'trained',
+    'versions',
+    'trainable parameters',
+    's / optimizer step',
+    'sftStep seconds',
+    'engine peak RSS',
+    `EM Avg@${transfer.k} [95 % CI]`,
+    'EM − full [95 % CI]',
+    'evaluation',
+  ],
+  rows,
+)}`;
 }
 
 function table(headers: readonly string[], rows: readonly (readonly string[])[]): string {
@@ -453,6 +556,7 @@ ${charts
 </div>
 ${charts.length === 0 ? '<p class="empty">no data to chart for this run</p>' : ''}
 ${demoStages ? `<h2>Demo stages: held-out accuracy and behaviour per version</h2>\n<p class="muted">Each stage evaluated the synthesized held-out set with the evaluation workflow; the gain is paired per question (longhaul demo).</p>\n${demoStages}` : ''}
+${transferSection(model)}
 <h2>Benchmarks (evaluation results)</h2>
 ${benchmarks}
 <h2>Behaviour across versions</h2>

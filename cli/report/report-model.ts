@@ -4,6 +4,7 @@
  */
 import type { VersionBehaviour } from '../../activities/analysis/behaviour.js';
 import type { EvaluationSummary } from '../../activities/ports/evaluation-result.schema.js';
+import type { TransferResult } from '../../bench/transfer-benchmark.js';
 
 export interface StepPoint {
   readonly step: number;
@@ -111,6 +112,8 @@ export interface ReportModel {
   readonly dataset: DatasetStatistics | null;
   readonly behaviour: readonly VersionBehaviour[];
   readonly trajectories: readonly TrajectoryRow[];
+  /** The run's transfer benchmark (`longhaul bench transfer`, table benchmark_results), when it is one. */
+  readonly transfer?: TransferResult | null;
   /** What could not be gathered and why (shown in the report and the summary). */
   readonly notes: readonly string[];
   /** The demo's stages from its JSON report, when the run is a demo (`longhaul demo`); paired gains beside them. */

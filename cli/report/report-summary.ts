@@ -32,6 +32,12 @@ export function formatReportSummary(model: ReportModel): string {
     lines.push(
       `behaviour v${row.version} (${row.trajectories}): verified ${row.verifiedShare === null ? '–' : `${(row.verifiedShare * 100).toFixed(0)} %`} · documents ${row.meanDistinctDocuments.toFixed(1)} · uncertainty ${(row.uncertaintyShare * 100).toFixed(0)} % · conflict ${(row.conflictShare * 100).toFixed(0)} % · tool calls/question ${row.meanToolCallsPerQuestion.toFixed(2)}`,
     );
+  if (model.transfer)
+    lines.push(
+      `transfer (EM Avg@${model.transfer.k} on ${model.transfer.heldout_questions} held-out questions): ${model.transfer.modes
+        .map((row) => `${row.mode} ${row.em.toFixed(3)} [${row.em_ci95[0].toFixed(3)}, ${row.em_ci95[1].toFixed(3)}]`)
+        .join(' · ')}`,
+    );
   if (model.benchmarks.length) lines.push(`evaluation results: ${model.benchmarks.length} (table in the report)`);
   if (model.dataset)
     lines.push(`training set ${model.dataset.key}: ${model.dataset.questions} questions, ${model.dataset.withGoldTurns} with a gold path`);

@@ -5,6 +5,7 @@ import type { Client } from '@temporalio/client';
 import type { Services } from '../../composition/services.js';
 import { repoRoot } from '../../infra/paths.js';
 import { createPgReportSource } from '../../infra/postgres/report-source.pg.js';
+import { createPgBenchmarkResultStore } from '../../infra/postgres/benchmark-result-store.pg.js';
 import { progressBar } from '../progress.js';
 import { gatherReport } from './gather-report.js';
 import { renderReport } from './report-html.js';
@@ -47,7 +48,13 @@ export async function writeReport(
   }
   const bar = progressBar('reading trajectories', 1);
   const { model, views } = await gatherReport(
-    { source: createPgReportSource(services.pool), blobs: services.blobs, client, home },
+    {
+      source: createPgReportSource(services.pool),
+      blobs: services.blobs,
+      client,
+      home,
+      benchmarks: createPgBenchmarkResultStore(services.pool),
+    },
     {
       runId: options.runId,
       ...(options.maxTrajectories ? { maxTrajectories: options.maxTrajectories } : {}),

@@ -19,6 +19,8 @@ from pathlib import Path
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
+from .manifest import rl_hyperparameters
+
 SMOLLM2_135M = dict(
     vocab_size=49152,
     hidden_size=576,
@@ -66,25 +68,7 @@ def make_manifest(work: Path, mode: str, samples: int, tokens: int, micro: int) 
                 "turnIndices": [0] * tokens,
             }
         )
-    hp = {
-        "learningRate": 1e-5,
-        "weightDecay": 0.0,
-        "gradientClip": 1.0,
-        "microBatchSize": micro,
-        "trainable": TRAINABLE[mode],
-        "emaDecay": None,
-        "seed": 0,
-        "ppo": {
-            "clipEpsilon": 0.2,
-            "importanceCap": 5.0,
-            "importanceCapMode": "mask",
-            "aggregation": "token",
-            "groupNormalise": True,
-            "turnDiscount": 1.0,
-            "entropyCoefficient": 0.0,
-            "maxStaleness": 4,
-        },
-    }
+    hp = rl_hyperparameters(learningRate=1e-5, microBatchSize=micro, trainable=TRAINABLE[mode])
     document = {
         "schemaVersion": 1,
         "kind": "rl",

@@ -23,6 +23,35 @@ ENGINE_STATE = "engine_state.json"
 LOGPROB_TOLERANCE = 1e-4  # a behaviour logprob above 0 (+ rounding) cannot come from a softmax
 
 
+def rl_hyperparameters(**overrides) -> dict:
+    """A complete RL hyperparameter block for manifests the engine writes itself (its benchmark, its
+    tests): AdamW without weight decay, gradient clip 1, full fine-tuning, no EMA, seed 0, and
+    AReaL-style decoupled PPO; keyword arguments replace top-level fields. Manifests from the
+    TypeScript side carry their own values (defaults in gpu/train/train-step.schema.ts)."""
+    hp = {
+        "learningRate": 1e-5,
+        "weightDecay": 0.0,
+        "gradientClip": 1.0,
+        "microBatchSize": 2,
+        "trainable": {"mode": "full"},
+        "emaDecay": None,
+        "seed": 0,
+        "ppo": {
+            "clipEpsilon": 0.2,
+            "importanceCap": 5.0,
+            "importanceCapMode": "mask",
+            "aggregation": "token",
+            "groupNormalise": True,
+            "turnDiscount": 1.0,
+            "entropyCoefficient": 0.0,
+            "maxStaleness": 4,
+            "minibatches": 1,
+        },
+    }
+    hp.update(overrides)
+    return hp
+
+
 @dataclass(frozen=True)
 class Ppo:
     clip_epsilon: float

@@ -8,6 +8,8 @@ from pathlib import Path
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
+from longhaul_engine.manifest import rl_hyperparameters
+
 VOCAB = 256
 
 
@@ -29,26 +31,7 @@ def make_tiny_model_dir(path: Path, seed: int = 0) -> Path:
     return path
 
 
-HYPERPARAMETERS = {
-    "learningRate": 1e-3,
-    "weightDecay": 0.0,
-    "gradientClip": 1.0,
-    "microBatchSize": 2,
-    "trainable": {"mode": "full"},
-    "emaDecay": None,
-    "seed": 0,
-    "ppo": {
-        "clipEpsilon": 0.2,
-        "importanceCap": 5.0,
-        "importanceCapMode": "mask",
-        "aggregation": "token",
-        "groupNormalise": True,
-        "turnDiscount": 1.0,
-        "entropyCoefficient": 0.0,
-        "maxStaleness": 4,
-        "minibatches": 1,
-    },
-}
+HYPERPARAMETERS = rl_hyperparameters(learningRate=1e-3)
 
 
 def rl_sample(sample_id: str, group: str, reward: float, tokens: list, prompt: int, version: int = 0) -> dict:

@@ -1,0 +1,193 @@
+/**
+ * `longhaul bench transfer` on real workers with the tiny test model: the same gold paths and budget
+ * go through the warm-start workflow and the real engine once per trainable mode (the last layer and
+ * the final norm with the rest frozen, LoRA, full), giving three new versions with three different
+ * trainable-parameter counts, each evaluated by the evaluation workflow on the same held-out
+ * questions; the result is stored in benchmark_results and `longhaul report` draws its section (table and charts, in headless Chromium).
+ * Bad flags and the pure parts: test/transfer-cli.test.ts.
+ */
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { runTransferBenchmark, transferModes, type TransferResult } from '../bench/transfer-benchmark.js';
+import { gatherReport } from '../cli/report/gather-report.js';
+import { renderReport, reportCharts } from '../cli/report/report-html.js';
+import { loadChartRuntime } from '../cli/report/write-report.js';
+import { publishPolicyVersion } from '../gpu/infer/policy-store.js';
+import { createPgBenchmarkResultStore } from '../infra/postgres/benchmark-result-store.pg.js';
+import { createPgPolicyVersionStore } from '../infra/postgres/policy-version-store.pg.js';
+import { createPgReportSource } from '../infra/postgres/report-source.pg.js';
+import { tinyModelDir } from './doubles/test-model.js';
+import { checkReportInBrowser } from './helpers/chromium.js';
+import { openContext, spawnWorker, uniquePrefix, type TestContext } from './helpers/stack.js';
+
+const gold = (answer: string) => [
+  `<think>I will look up ${answer}.</think>\n<search>capital ${answer}</search>`,
+  `<think>Found it.</think>\n<answer>${answer}</answer>`,
+];
+
+describe('the transfer benchmark', () => {
+  const prefix = uniquePrefix('transfer');
+  let context: TestContext;
+  let base: number;
+  let inference: ReturnType<typeof spawnWorker> | undefined;
+  const workers: ReturnType<typeof spawnWorker>[] = [];
+  const served: number[] = [];
+  const env = (version: number) => ({
+    LONGHAUL_TASK_QUEUE_PREFIX: prefix,
+    LONGHAUL_POLICY_BACKEND: 'onnx',
+    LONGHAUL_POLICY_VERSION: String(version),
+    LONGHAUL_ONNX_THREADS: '1',
+  });
+  async function serve(version: number): Promise<void> {
+    if (inference && inference.exitCode === null) {
+      const exited = new Promise((resolve) => inference!.once('exit', resolve));
+      inference.kill('SIGTERM');
+      await exited; // a second poller on the queue could serve the old version
+    }
+    inference = spawnWorker('gpu-infer', env(version));
+    await inference.ready;
+    served.push(version);
+  }
+
+  before(async () => {
+    context = await openContext(prefix);
+    base = 5_000_000 + 10 * Math.floor(Math.random() * 100_000); // versions are global: keep apart from other tests
+    await publishPolicyVersion({
+      blobs: context.blobs,
+      versions: createPgPolicyVersionStore(context.pool),
+      modelDir: await tinyModelDir(),
+      version: base,
+    });
+    for (const role of ['agent', 'tools', 'gpu-train'] as const) workers.push(spawnWorker(role, env(base)));
+    await Promise.all(workers.map((worker) => worker.ready));
+  });
+  after(async () => {
+    for (const worker of [...workers, ...(inference ? [inference] : [])]) worker.kill('SIGTERM');
+    await context.close();
+  });
+
+  it(
+    'trains freeze, LoRA and full through the same path into three versions, evaluates them alike and reports them side by side',
+    { timeout: 600_000 },
+    async () => {
+      const train = ['Fredville', 'Sylvan City', 'Strelsau', 'Tomainia'].map((answer, index) => ({
+        id: `t${index}`,
+        question: `What is the capital of country ${index}?`,
+        answers: [answer],
+        goldTurns: gold(answer),
+      }));
+      const heldOut = ['Lima', 'Quito', 'Bogota'].map((answer, index) => ({
+        id: `h${index}`,
+        question: `What is the capital of place ${index}?`,
+        answers: [answer],
+      }));
+      const runId = `${prefix}run`;
+      const modes = transferModes(2, 1, 2);
+      const lines: string[] = [];
+      const result = await runTransferBenchmark(
+        {
+          client: context.client,
+          queue: context.queue,
+          blobs: context.blobs,
+          versions: createPgPolicyVersionStore(context.pool),
+          results: createPgBenchmarkResultStore(context.pool),
+          serveVersion: serve,
+          log: (line) => {
+            lines.push(line);
+            console.error(line); // progress in the test output
+          },
+        },
+        {
+          runId,
+          startVersion: base,
+          train,
+          heldOut: { name: 'tiny-heldout', rows: heldOut },
+          modes,
+          budget: { epochs: 2, batch: 2, microBatch: 2, learningRate: 1e-3, seed: 0 },
+          trajectory: { limits: { maxTurns: 2, maxNewTokensPerTurn: 8 }, options: { maxObservationChars: 300 }, rewardMetric: 'em' },
+          k: 1,
+          concurrency: 3,
+          args: ['--test'],
+        },
+      );
+
+      assert.deepEqual(
+        result.modes.map((row) => row.mode),
+        ['freeze', 'lora', 'full'],
+      );
+      const versions = result.modes.map((row) => row.version);
+      assert.equal(new Set(versions).size, 3, `three new versions: ${versions.join(', ')}`);
+      const store = createPgPolicyVersionStore(context.pool);
+      for (const row of result.modes) {
+        // Each mode trained its own registered copy of the start version (same files), one sft step.
+        assert.equal(row.version, row.start_version + 1);
+        const start = await store.get(row.start_version);
+        assert.ok(
+          row.start_version === base || start?.parentVersion === base,
+          `v${row.start_version} is the start version or a copy of it`,
+        );
+        assert.equal((await store.get(row.version))?.parentVersion, row.start_version);
+        assert.equal(row.kept_trajectories, 4, `${row.mode}: the same four gold paths`);
+        assert.equal(row.optimizer_steps, 4, `${row.mode}: 2 epochs × 2 batches of 2`);
+        assert.equal(row.evaluation, `${runId}-${row.mode}`);
+        assert.ok(row.em >= row.em_ci95[0] && row.em <= row.em_ci95[1]);
+        assert.ok(row.peak_rss_mb !== null && row.peak_rss_mb > 0, `${row.mode}: the engine's peak RSS`);
+      }
+      const counts = Object.fromEntries(result.modes.map((row) => [row.mode, row.trainable_parameters!]));
+      assert.equal(new Set(Object.values(counts)).size, 3, `three different trainable-parameter counts: ${JSON.stringify(counts)}`);
+      assert.ok(counts.lora! < counts.freeze! && counts.freeze! < counts.full!, JSON.stringify(counts));
+      const full = result.modes.find((row) => row.mode === 'full')!;
+      assert.deepEqual([full.em_vs_full, ...full.em_vs_full_ci95], [0, 0, 0]);
+      // The start version served the gold replays, then each trained version its evaluation, in order.
+      assert.deepEqual(served, [base, ...versions]);
+      assert.ok(lines.some((line) => /freeze: .*gold paths replayed/.test(line)) && lines.some((line) => /questions scored/.test(line)));
+
+      const stored = await createPgBenchmarkResultStore(context.pool).get(runId);
+      assert.equal(stored?.benchmark, 'transfer');
+      assert.deepEqual(
+        (stored!.result as unknown as TransferResult).modes.map((row) => row.version),
+        versions,
+      );
+
+      // `longhaul report --run <id>` finds the result and draws it.
+      const home = fs.mkdtempSync(path.join(os.tmpdir(), 'longhaul-transfer-report-'));
+      try {
+        const { model } = await gatherReport(
+          {
+            source: createPgReportSource(context.pool),
+            blobs: context.blobs,
+            client: context.client,
+            home,
+            benchmarks: createPgBenchmarkResultStore(context.pool),
+          },
+          { runId },
+        );
+        assert.deepEqual(
+          model.transfer?.modes.map((row) => row.version),
+          versions,
+        );
+        const transferCharts = reportCharts(model)
+          .map((chart) => chart.id)
+          .filter((id) => id.startsWith('chart-transfer'));
+        assert.deepEqual(transferCharts, ['chart-transfer-accuracy', 'chart-transfer-cost']);
+        const file = path.join(home, 'transfer.html');
+        const html = renderReport(model, loadChartRuntime());
+        assert.match(html, /<h2 id="transfer">Transfer by freezing<\/h2>/);
+        for (const row of result.modes) assert.match(html, new RegExp(`v${row.start_version} → v${row.version}`));
+        fs.writeFileSync(file, html);
+        const page = await checkReportInBrowser(file);
+        assert.deepEqual(page.errors, [], 'no Vega or page error');
+        for (const id of transferCharts) {
+          const chart = page.charts.find((entry) => entry.id === id);
+          assert.ok(chart?.rendered, `${id} rendered`);
+          assert.ok(chart.inkShare > 0.01, `${id} has drawn pixels (${(chart.inkShare * 100).toFixed(2)} % ink; ${page.screenshot})`);
+        }
+      } finally {
+        fs.rmSync(home, { recursive: true, force: true });
+      }
+    },
+  );
+});
