@@ -10,7 +10,10 @@ test('the default plan and --full: sizes, sampling RL rollouts, one RL object', 
   assert.deepEqual(plan.synthesis.hops, [1]);
   assert.equal(plan.references.sets.length, 0);
   assert.equal(plan.rl.trajectory.options?.temperature, 1, 'RL rollouts sample');
-  assert.equal(plan.rl.trajectory.rewardMetric, 'em');
+  assert.equal(plan.rl.trajectory.rewardMetric, 'f1_format', 'graded credit with a format term');
+  assert.deepEqual(plan.rl.curriculum, { lower: 0, upper: 1, masteredAfter: 2, tooHardAfter: 3, passReward: 0.5 });
+  assert.equal(demoPlan({ 'no-curriculum': true }).rl.curriculum, null);
+  assert.equal(demoPlan({ reward: 'em' }).rl.trajectory.rewardMetric, 'em');
   assert.equal(plan.evaluation.trajectory.options?.temperature, 0);
   const full = demoPlan({ full: true });
   assert.ok(full.split.heldOut >= 200);
@@ -40,6 +43,8 @@ test('bad flags are refused naming the flag', () => {
   refused({ hops: '1,1' }, /^--hops expects distinct/);
   refused({ 'synth-count': '5' }, /^--synth-count: 5 candidates/);
   refused({ 'eval-temperature': 'warm' }, /^--eval-temperature expects a number/);
+  refused({ reward: 'judge' }, /^--reward expects one of f1_format, f1, em, cover_em/);
+  refused({ 'from-version': '-1' }, /from-version/);
 });
 
 test('band and hop lists', () => {
