@@ -9,6 +9,7 @@
  */
 import {
   continueAsNew,
+  patched,
   proxyActivities,
   setHandler,
   startChild,
@@ -184,10 +185,10 @@ export async function synthesizeQuestion(raw: SynthesizeQuestionInput): Promise<
   const solvability = await act.checkSolvability({ workflowId, candidate, attempts, ...(goldReplay ? {} : { mode: 'policy' as const }) });
   if (!solvability.passed) return finish(false, `solvability: ${solvability.reason}`, candidate, null);
 
-  // Difficulty: n closed-book samples of the configured policy, no tools.
-  const samples: string[] = [];
-  for (let sample = 0; sample < settings.difficultySamples; sample += 1) {
-    const generation = await policy.generate({
+  // Difficulty: n closed-book samples of the configured policy, no tools. Since the patch they are asked
+  // for together, so the batching policy decodes them in one running batch instead of n one after another.
+  const closedBook = (sample: number) =>
+    policy.generate({
       key: `synthesis/${workflowId}/closed-book-${sample}`,
       request: {
         prompt: candidate.question,
@@ -201,9 +202,12 @@ export async function synthesizeQuestion(raw: SynthesizeQuestionInput): Promise<
         stop: ['</answer>'],
       },
     });
-    tokens += generation.generatedTokens;
-    samples.push(generation.text);
-  }
+  const sampleIndices = Array.from({ length: settings.difficultySamples }, (_, sample) => sample);
+  const generations: GenerateActivityResult[] = [];
+  if (patched('synthesis-closed-book-together')) generations.push(...(await Promise.all(sampleIndices.map(closedBook))));
+  else for (const sample of sampleIndices) generations.push(await closedBook(sample));
+  const samples: string[] = generations.map((generation) => generation.text);
+  for (const generation of generations) tokens += generation.generatedTokens;
   if (llm) {
     const uniqueness = await actions.checkUniqueness({ workflowId, candidate, samples, attempts, settings });
     if (!uniqueness.passed) return finish(false, `uniqueness: ${uniqueness.reason}`, candidate, null);
