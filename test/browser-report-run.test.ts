@@ -254,7 +254,7 @@ test(
       assert.match(unknown.stderr, /<trajectory-id>: trajectory .* has no record/);
       const noRun = cli(['report', '--run', `${prefix}no-such-run`]);
       assert.equal(noRun.code, 2);
-      assert.match(noRun.stderr, /--run ".*no-such-run" has no trajectories and no demo report \(recent runs: /);
+      assert.match(noRun.stderr, /--run ".*no-such-run" has no trajectories, no demo report and no benchmark result \(recent runs: /);
       const badLimit = cli(['report', '--max-trajectories', '0']);
       assert.equal(badLimit.code, 2);
       assert.match(badLimit.stderr, /--max-trajectories expects an integer between 1 and/);
