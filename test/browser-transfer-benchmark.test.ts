@@ -143,7 +143,10 @@ describe('the transfer benchmark', () => {
       assert.deepEqual([full.em_vs_full, ...full.em_vs_full_ci95], [0, 0, 0]);
       // The start version served the gold replays, then each trained version its evaluation, in order.
       assert.deepEqual(served, [base, ...versions]);
-      assert.ok(lines.some((line) => /freeze: .*gold paths replayed/.test(line)) && lines.some((line) => /questions scored/.test(line)));
+      // Progress: the lines each phase always prints (the polled in-between lines depend on timing).
+      assert.ok(
+        lines.some((line) => /freeze → v\d+: \d+ trainable parameters/.test(line)) && lines.some((line) => /freeze: EM Avg@1/.test(line)),
+      );
 
       const stored = await createPgBenchmarkResultStore(context.pool).get(runId);
       assert.equal(stored?.benchmark, 'transfer');
