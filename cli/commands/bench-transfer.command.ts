@@ -1,8 +1,6 @@
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { config } from '../../infra/config.js';
-import { repoRoot } from '../../infra/paths.js';
 import { openServices } from '../../composition/services.js';
 import { capitalQuestions } from '../../corpus/demo-questions.js';
 import { parseQuestions } from '../../activities/learner.activities.js';
@@ -29,6 +27,7 @@ import { integerFlag, parseFlags, rateFlag } from '../arguments.js';
 import { UsageError } from '../command.js';
 import { preflight } from '../preflight.js';
 import { resolveDataset } from './eval.command.js';
+import { repositoryCommit } from '../../composition/benchmark-runner.js';
 
 /** The flag behind each warm-start, hyperparameter and evaluation field, for preflight refusals. */
 const transferFlags = {
@@ -52,16 +51,6 @@ const transferFlags = {
   concurrency: 'concurrency',
   seed: 'seed',
 };
-
-function gitCommit(): string | undefined {
-  try {
-    return execFileSync('git', ['rev-parse', 'HEAD'], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'ignore'] })
-      .toString()
-      .trim();
-  } catch {
-    return undefined;
-  }
-}
 
 /** The gpu-infer worker serves one version (LONGHAUL_POLICY_VERSION): restart it on another. */
 async function restartInference(version: number | undefined): Promise<void> {
@@ -161,7 +150,7 @@ benchmark_results (id = the run id); \`longhaul report --run ID\` shows it as a 
       heldOutSet = { name: set.name, rows: set.items.map(toQuestionRow) };
     }
     const runId = values['run-id'] ?? `transfer-${new Date().toISOString().replace(/[:.]/g, '-').toLowerCase()}`;
-    const commit = gitCommit();
+    const commit = repositoryCommit() || undefined;
     const placeholder: TransferOptions = {
       runId,
       startVersion: requestedVersion ?? 0,

@@ -1,4 +1,4 @@
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { config } from '../../infra/config.js';
@@ -46,6 +46,7 @@ import {
   type StageEvaluation,
   type SynthesizedSet,
 } from '../demo/stages.js';
+import { repositoryCommit } from '../../composition/benchmark-runner.js';
 
 function runChild(args: string[]): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -68,16 +69,6 @@ async function restartInference(version: number): Promise<void> {
   const service = workerService(config(), 'gpu-infer');
   await service.stop();
   await service.start();
-}
-
-function gitCommit(): string | undefined {
-  try {
-    return execFileSync('git', ['rev-parse', 'HEAD'], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'ignore'] })
-      .toString()
-      .trim();
-  } catch {
-    return undefined;
-  }
 }
 
 /** The flag behind each input field the demo's workflows get, for preflight refusals. */
@@ -311,7 +302,7 @@ warm start, a --band outside [0, 1], an empty held-out set (--heldout 0, or a --
       await stackUp(settings, { workers: true });
       const client = await services.client();
       const taskQueue = taskQueueName('agent', settings.taskQueuePrefix);
-      const commit = gitCommit();
+      const commit = repositoryCommit() || undefined;
       const context: StageContext = { client, blobs, taskQueue, runId, ...(commit ? { commit } : {}) };
 
       phase(

@@ -1,8 +1,6 @@
-import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import { config } from '../../infra/config.js';
-import { repoRoot } from '../../infra/paths.js';
 import { openServices } from '../../composition/services.js';
 import { listEvaluationSets, loadQuestionSet } from '../../composition/question-sets.js';
 import { toQuestionRow, type QuestionSet } from '../../activities/question-sets/question-set.js';
@@ -25,6 +23,7 @@ import { UsageError, type Command } from '../command.js';
 import { followWorkflow } from '../follow-workflow.js';
 import { preflight } from '../preflight.js';
 import { progressBar } from '../progress.js';
+import { repositoryCommit } from '../../composition/benchmark-runner.js';
 
 /** The flag behind each evaluation input field, for preflight refusals. */
 /** The flags an evaluation takes, shared by `eval` and `schedule eval` (parseArgs options). */
@@ -82,16 +81,6 @@ export async function resolveDataset(value: string, options: { layout?: string; 
   throw new UsageError(
     `--dataset: "${value}" is no file and no set under the data root; sets: ${names.slice(0, 12).join(', ')}${names.length > 12 ? ', …' : ''} (longhaul datasets list)`,
   );
-}
-
-function gitCommit(): string | undefined {
-  try {
-    return execFileSync('git', ['rev-parse', 'HEAD'], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'ignore'] })
-      .toString()
-      .trim();
-  } catch {
-    return undefined;
-  }
 }
 
 /** The contract line of `--json` (issue 11): snake_case, `f1` being the bag-of-tokens F1 (SQuAD, FlashRAG). */
@@ -204,7 +193,7 @@ naming the flag before anything runs.`,
       judge: values.judge === true,
       seed: integerFlag(values.seed, 'seed', 0, 0, 2 ** 31 - 1),
       ...(values['run-id'] ? { runId: values['run-id'] } : {}),
-      ...(gitCommit() ? { commit: gitCommit()! } : {}),
+      ...((commit) => (commit ? { commit } : {}))(repositoryCommit()),
     };
     preflight(() => parseEvaluationInput(input), evaluationFlags);
     return runEvaluation({ input, text, version, json: values.json === true });
