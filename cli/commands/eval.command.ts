@@ -25,7 +25,6 @@ import { preflight } from '../preflight.js';
 import { progressBar } from '../progress.js';
 import { repositoryCommit } from '../../composition/benchmark-runner.js';
 
-/** The flag behind each evaluation input field, for preflight refusals. */
 /** The flags an evaluation takes, shared by `eval` and `schedule eval` (parseArgs options). */
 export const evaluationFlagOptions = {
   dataset: { type: 'string' },
@@ -42,6 +41,7 @@ export const evaluationFlagOptions = {
   'run-id': { type: 'string' },
 } as const;
 
+/** The flag behind each evaluation input field, for preflight refusals. */
 export const evaluationFlags = {
   resultId: 'result-id',
   k: 'k',
@@ -54,6 +54,60 @@ export const evaluationFlags = {
   'trajectory.options.temperature': 'temperature',
   trajectory: 'trajectory',
 };
+
+type EvaluationFlagValues = {
+  [K in keyof typeof evaluationFlagOptions]?: (typeof evaluationFlagOptions)[K]['type'] extends 'boolean' ? boolean : string;
+};
+
+/**
+ * The evaluation flags shared by `eval` and `schedule eval`, checked and resolved: the question set
+ * (bad rows reported), its JSONL text and content hash, and the input fields that do not depend on
+ * the policy version or the result id.
+ */
+export async function evaluationRequest(values: EvaluationFlagValues) {
+  if (!values.dataset) throw new UsageError('--dataset NAME|FILE is required (a question-set file, or a set name: longhaul datasets list)');
+  const k = integerFlag(values.k, 'k', 1, 1, 256);
+  const limit = values.limit === undefined ? undefined : integerFlag(values.limit, 'limit', 0, 1, 10_000_000);
+  const concurrency = integerFlag(values.concurrency, 'concurrency', 8, 1, 10_000);
+  const temperature = values.temperature === undefined ? 0 : Number(values.temperature);
+  if (!Number.isFinite(temperature) || temperature < 0 || temperature > 5)
+    throw new UsageError(`--temperature expects a number between 0 and 5, got "${values.temperature}"`);
+  const trajectory: TrajectorySettings = {
+    limits: {
+      maxTurns: integerFlag(values['max-turns'], 'max-turns', 10, 1, 100_000),
+      maxNewTokensPerTurn: integerFlag(values['max-new-tokens'], 'max-new-tokens', 256, 1, 65_536),
+    },
+    options: { temperature, maxObservationChars: 2000 },
+  };
+  const seed = integerFlag(values.seed, 'seed', 0, 0, 2 ** 31 - 1);
+  const set = await resolveDataset(values.dataset, {
+    ...(values.layout !== undefined ? { layout: values.layout } : {}),
+    ...(values.strict ? { strict: true } : {}),
+    ...(limit !== undefined ? { limit } : {}),
+  });
+  if (set.items.length === 0) throw new UsageError(`--dataset: ${set.path} has no usable question (${set.skipped.length} rows skipped)`);
+  for (const skipped of set.skipped.slice(0, 5))
+    console.error(`  skipped ${set.path}:${skipped.line}: ${skipped.field}: ${skipped.reason}`);
+  if (set.skipped.length > 5) console.error(`  … ${set.skipped.length - 5} more rows skipped (--strict refuses the set instead)`);
+  const text = set.items.map((item) => JSON.stringify(toQuestionRow(item))).join('\n') + '\n';
+  const datasetVersion = createHash('sha256').update(text).digest('hex');
+  return {
+    set,
+    text,
+    fields: {
+      datasetKey: evaluationKeys.dataset(datasetVersion),
+      dataset: set.name,
+      datasetVersion,
+      questions: set.items.length,
+      k,
+      concurrency,
+      trajectory,
+      judge: values.judge === true,
+      seed,
+      ...(values['run-id'] ? { runId: values['run-id'] } : {}),
+    },
+  };
+}
 
 /** `--dataset NAME|FILE`: a file, or a set under the data root named by its path there, with or without the extension, or its file name alone. */
 export async function resolveDataset(value: string, options: { layout?: string; strict?: boolean; limit?: number }): Promise<QuestionSet> {
@@ -152,51 +206,16 @@ naming the flag before anything runs.`,
       if (others.length > 0) throw new UsageError(`--reproduce runs the original's settings; leave out --${others.join(', --')}`);
       return runEvaluation({ reproduce: values.reproduce, resultId, json: values.json === true });
     }
-    if (!values.dataset)
-      throw new UsageError('--dataset NAME|FILE is required (a question-set file, or a set name: longhaul datasets list)');
-    const k = integerFlag(values.k, 'k', 1, 1, 256);
-    const limit = values.limit === undefined ? undefined : integerFlag(values.limit, 'limit', 0, 1, 10_000_000);
-    const concurrency = integerFlag(values.concurrency, 'concurrency', 8, 1, 10_000);
-    const temperature = values.temperature === undefined ? 0 : Number(values.temperature);
-    if (!Number.isFinite(temperature) || temperature < 0 || temperature > 5)
-      throw new UsageError(`--temperature expects a number between 0 and 5, got "${values.temperature}"`);
     const version = values.version === undefined ? undefined : integerFlag(values.version, 'version', 0, 0, 1_000_000_000);
-    const set = await resolveDataset(values.dataset, {
-      ...(values.layout !== undefined ? { layout: values.layout } : {}),
-      ...(values.strict ? { strict: true } : {}),
-      ...(limit !== undefined ? { limit } : {}),
-    });
-    if (set.items.length === 0) throw new UsageError(`--dataset: ${set.path} has no usable question (${set.skipped.length} rows skipped)`);
-    for (const skipped of set.skipped.slice(0, 5))
-      console.error(`  skipped ${set.path}:${skipped.line}: ${skipped.field}: ${skipped.reason}`);
-    if (set.skipped.length > 5) console.error(`  … ${set.skipped.length - 5} more rows skipped (--strict refuses the set instead)`);
-    const rows = set.items.map(toQuestionRow);
-    const text = rows.map((row) => JSON.stringify(row)).join('\n') + '\n';
-    const datasetVersion = createHash('sha256').update(text).digest('hex');
-    const trajectory: TrajectorySettings = {
-      limits: {
-        maxTurns: integerFlag(values['max-turns'], 'max-turns', 10, 1, 100_000),
-        maxNewTokensPerTurn: integerFlag(values['max-new-tokens'], 'max-new-tokens', 256, 1, 65_536),
-      },
-      options: { temperature, maxObservationChars: 2000 },
-    };
+    const request = await evaluationRequest(values);
     const input: EvaluationInput = {
       resultId,
-      datasetKey: evaluationKeys.dataset(datasetVersion),
-      dataset: set.name,
-      datasetVersion,
-      questions: rows.length,
-      k,
-      concurrency,
+      ...request.fields,
       policyVersion: version ?? 0,
-      trajectory,
-      judge: values.judge === true,
-      seed: integerFlag(values.seed, 'seed', 0, 0, 2 ** 31 - 1),
-      ...(values['run-id'] ? { runId: values['run-id'] } : {}),
       ...((commit) => (commit ? { commit } : {}))(repositoryCommit()),
     };
     preflight(() => parseEvaluationInput(input), evaluationFlags);
-    return runEvaluation({ input, text, version, json: values.json === true });
+    return runEvaluation({ input, text: request.text, version, json: values.json === true });
   },
 };
 

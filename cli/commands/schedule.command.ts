@@ -1,10 +1,7 @@
-import { createHash } from 'node:crypto';
 import { ScheduleNotFoundError, ScheduleOverlapPolicy, type Client, type ScheduleOptionsAction } from '@temporalio/client';
 import { config } from '../../infra/config.js';
 import { openServices } from '../../composition/services.js';
-import { toQuestionRow } from '../../activities/question-sets/question-set.js';
 import { stackUp } from '../../infra/services/stack.js';
-import { evaluationKeys } from '../../workflows/contracts/evaluation.contract.js';
 import { parseEvaluationInput } from '../../workflows/contracts/evaluation.input.js';
 import { taskQueueName } from '../../workflows/contracts/queues.js';
 import {
@@ -15,11 +12,10 @@ import {
   type ScheduledBenchmarkInput,
   type ScheduledEvaluationInput,
 } from '../../workflows/contracts/schedules.contract.js';
-import type { TrajectorySettings } from '../../workflows/contracts/trajectory.contract.js';
-import { integerFlag, parseFlags } from '../arguments.js';
+import { parseFlags } from '../arguments.js';
 import { UsageError, type Command } from '../command.js';
 import { preflight } from '../preflight.js';
-import { evaluationFlagOptions, evaluationFlags, resolveDataset } from './eval.command.js';
+import { evaluationFlagOptions, evaluationFlags, evaluationRequest } from './eval.command.js';
 
 const units: Readonly<Record<string, number>> = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
@@ -153,45 +149,13 @@ async function scheduleEvaluation(args: string[]): Promise<number> {
     ...evaluationFlagOptions,
   });
   const flags = commonFlags(values);
-  if (!values.dataset) throw new UsageError('--dataset NAME|FILE is required (a question-set file, or a set name: longhaul datasets list)');
-  const k = integerFlag(values.k, 'k', 1, 1, 256);
-  const limit = values.limit === undefined ? undefined : integerFlag(values.limit, 'limit', 0, 1, 10_000_000);
-  const temperature = values.temperature === undefined ? 0 : Number(values.temperature);
-  if (!Number.isFinite(temperature) || temperature < 0 || temperature > 5)
-    throw new UsageError(`--temperature expects a number between 0 and 5, got "${values.temperature}"`);
-  const set = await resolveDataset(values.dataset, {
-    ...(values.layout !== undefined ? { layout: values.layout } : {}),
-    ...(values.strict ? { strict: true } : {}),
-    ...(limit !== undefined ? { limit } : {}),
-  });
-  if (set.items.length === 0) throw new UsageError(`--dataset: ${set.path} has no usable question (${set.skipped.length} rows skipped)`);
-  if (set.skipped.length > 0) console.error(`  ${set.skipped.length} rows of ${set.path} skipped (--strict refuses the set instead)`);
-  const text = set.items.map((item) => JSON.stringify(toQuestionRow(item))).join('\n') + '\n';
-  const datasetVersion = createHash('sha256').update(text).digest('hex');
-  const trajectory: TrajectorySettings = {
-    limits: {
-      maxTurns: integerFlag(values['max-turns'], 'max-turns', 10, 1, 100_000),
-      maxNewTokensPerTurn: integerFlag(values['max-new-tokens'], 'max-new-tokens', 256, 1, 65_536),
-    },
-    options: { temperature, maxObservationChars: 2000 },
-  };
-  const input: ScheduledEvaluationInput = {
-    datasetKey: evaluationKeys.dataset(datasetVersion),
-    dataset: set.name,
-    datasetVersion,
-    questions: set.items.length,
-    k,
-    concurrency: integerFlag(values.concurrency, 'concurrency', 8, 1, 10_000),
-    trajectory,
-    judge: values.judge === true,
-    seed: integerFlag(values.seed, 'seed', 0, 0, 2 ** 31 - 1),
-    ...(values['run-id'] ? { runId: values['run-id'] } : {}),
-  };
+  const request = await evaluationRequest(values);
+  const input: ScheduledEvaluationInput = request.fields;
   // Each run checks its input as the evaluation workflow will; refused here, it never starts.
   preflight(() => parseEvaluationInput({ ...input, resultId: 'scheduled-preflight', policyVersion: 0 }), evaluationFlags);
-  const scheduleId = scheduleIdFlag(values.id, `eval-${set.name.replace(/[^A-Za-z0-9._-]/g, '-')}`);
+  const scheduleId = scheduleIdFlag(values.id, `eval-${request.set.name.replace(/[^A-Za-z0-9._-]/g, '-')}`);
   return withClient(async (client, services) => {
-    await services.blobs.put(input.datasetKey, text, 'application/x-ndjson');
+    await services.blobs.put(input.datasetKey, request.text, 'application/x-ndjson');
     const settings = config();
     await createSchedule(
       client,
@@ -204,7 +168,7 @@ async function scheduleEvaluation(args: string[]): Promise<number> {
         taskQueue: taskQueueName('agent', settings.taskQueuePrefix),
         args: [input],
       },
-      `evaluate the newest policy version on ${set.name} (${input.questions} questions × ${k})`,
+      `evaluate the newest policy version on ${request.set.name} (${input.questions} questions × ${input.k})`,
     );
     return 0;
   });
