@@ -73,7 +73,7 @@ export interface GenerationControl {
 export function createTurnGenerator({ blobs, backend }: AgentTurnDependencies) {
   const loadContext = createContextLoader(blobs);
   // Heartbeat every second from the start to the end, blob reads and writes included: with many
-  // generations in flight they queue for seconds, and a silence past the heartbeat timeout (15 s)
+  // generations in flight they queue for seconds, and a silence past the heartbeat timeout (now 1 minute)
   // fails the attempt (bench concurrency, 1,000 in flight: generations retried up to 8 times). A turn
   // under a second sends none: each heartbeat is a write on the server.
   return async function generate(input: GenerateTurnInput, control: GenerationControl): Promise<GenerateTurnResult> {

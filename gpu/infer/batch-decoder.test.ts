@@ -112,6 +112,26 @@ describe('continuous batching in the onnx policy (tiny model)', () => {
     assertSameGeneration(others, alone, 'neighbour of an interrupted sequence');
   });
 
+  it('drops a prompt whose caller aborted while it waited for the prefill: it is never run', async () => {
+    const alone = await backend.generate(requests[1]!);
+    runs.length = 0;
+    // 12 prompts at once: 8 fit the first prefill run (maxPrefillRows), 4 wait in the queue and are aborted there
+    // (a timed-out activity's retry would otherwise leave its old prompt to be prefilled for nobody).
+    const controllers = Array.from({ length: 12 }, () => new AbortController());
+    const pending = controllers.map((controller, index) =>
+      backend.generate(index < 8 ? requests[1]! : { prompt: prompts[index % prompts.length]!, maxNewTokens: 5 }, controller.signal),
+    );
+    for (const controller of controllers.slice(8)) controller.abort();
+    const results = await Promise.all(pending);
+    results.slice(0, 8).forEach((result, index) => assertSameGeneration(result, alone, `live sequence ${index}`));
+    for (const result of results.slice(8)) {
+      assert.equal(result.finishReason, 'interrupted');
+      assert.equal(result.tokenIds.length, 0);
+    }
+    const prefilled = runs.filter((run) => run.kind === 'prefill').reduce((sum, run) => sum + run.active, 0);
+    assert.equal(prefilled, 8, 'only the live prompts were prefilled');
+  });
+
   it('fails a request beyond the context window alone, never the batch it came with', async () => {
     assert.equal(backend.contextWindow, 8192);
     const alone = await backend.generate(requests[0]!);

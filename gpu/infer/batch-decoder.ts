@@ -16,6 +16,14 @@
  */
 import type { OnnxModel } from './onnx-model.js';
 
+/** The caller's signal aborted while its prompt waited for, or was in, the prefill. */
+export class PrefillAbortedError extends Error {
+  constructor() {
+    super('prefill aborted by the caller');
+    this.name = 'PrefillAbortedError';
+  }
+}
+
 export interface BatchDecoderOptions {
   readonly model: OnnxModel;
   /** Most sequences in one decode run; more wait for a free row. @default 32 */
@@ -104,8 +112,13 @@ export class BatchDecoder {
    * Run a prompt; resolves with the logits of positions `logitsFrom`..end ([kept × vocab]) and the
    * sequence, which then takes `decode` calls until `release`.
    */
-  prefill(tokenIds: readonly number[], logitsFrom = tokenIds.length - 1): Promise<{ sequence: DecoderSequence; logits: Float32Array }> {
+  prefill(
+    tokenIds: readonly number[],
+    logitsFrom = tokenIds.length - 1,
+    signal?: AbortSignal,
+  ): Promise<{ sequence: DecoderSequence; logits: Float32Array }> {
     if (this.closed) return Promise.reject(new Error('the policy model is closed'));
+    if (signal?.aborted) return Promise.reject(new PrefillAbortedError());
     if (tokenIds.length === 0) return Promise.reject(new Error('prefill needs at least one token'));
     const sequence: Sequence = {
       id: (this.nextId += 1),
@@ -121,7 +134,29 @@ export class BatchDecoder {
       released: false,
     };
     return new Promise((resolve, reject) => {
-      sequence.waiter = { resolve: (logits) => resolve({ sequence, logits }), reject };
+      // An aborted caller (its activity timed out or was cancelled) leaves the queue, or the prompt's
+      // remaining chunks, at once: under load, retried attempts would otherwise pile up prompts that
+      // are prefilled for nobody and slow every live sequence further.
+      const onAbort = () => {
+        const queued = this.prefillQueue.indexOf(sequence);
+        if (queued >= 0) this.prefillQueue.splice(queued, 1);
+        else if (sequence.pending.length === 0) return; // through its prompt: the caller releases it
+        sequence.released = true;
+        const waiter = sequence.waiter;
+        sequence.waiter = undefined;
+        waiter?.reject(new PrefillAbortedError());
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      sequence.waiter = {
+        resolve: (logits) => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve({ sequence, logits });
+        },
+        reject: (error) => {
+          signal?.removeEventListener('abort', onAbort);
+          reject(error);
+        },
+      };
       this.prefillQueue.push(sequence);
       this.schedule();
     });

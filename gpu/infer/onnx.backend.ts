@@ -11,7 +11,7 @@ import path from 'node:path';
 import type { GenerateRequest, GenerateResult, PolicyBackend } from '../../activities/ports/policy.port.js';
 import { parseGenerateRequest } from '../../activities/ports/policy-request.schema.js';
 import { renderChat } from './chat-template.js';
-import { BatchDecoder, type RunReport } from './batch-decoder.js';
+import { BatchDecoder, PrefillAbortedError, type RunReport } from './batch-decoder.js';
 import { readManifest } from './model-files.js';
 import { OnnxModel, type ExecutionProvider } from './onnx-model.js';
 import { chooseToken, seededRandom, tokenLogprob } from './sampling.js';
@@ -166,7 +166,14 @@ async function generate(
   const context = [...promptTokenIds, ...prefix];
   // Logits from the last prompt position on when the prefix's logprobs must be recomputed, else the last only.
   const logitsFrom = request.prefixLogprobs ? context.length - 1 : Math.max(0, promptTokenIds.length - 1);
-  const { sequence, logits } = await decoder.prefill(context, logitsFrom);
+  let prefilled: Awaited<ReturnType<BatchDecoder['prefill']>>;
+  try {
+    prefilled = await decoder.prefill(context, logitsFrom, signal);
+  } catch (error) {
+    if (error instanceof PrefillAbortedError) return result('interrupted');
+    throw error;
+  }
+  const { sequence, logits } = prefilled;
   try {
     if (!request.prefixLogprobs) {
       for (let index = 0; index < prefix.length; index += 1) {

@@ -33,13 +33,17 @@ export function activityOptions(prefix: string) {
     /** One turn's tool calls on the tools queue (each tool has its own shorter limit). */
     tools: { taskQueue: taskQueueName('tools', prefix), startToCloseTimeout: '2 minutes', retry: activityRetry },
     /**
-     * One turn's generation on gpu-infer: long (a slow model, a long turn), heartbeating every few
-     * seconds so a dead worker is noticed at once; a cancel waits for the partial generation to be stored.
+     * One turn's generation on gpu-infer: long (a slow model, a long turn), heartbeating every second;
+     * a cancel waits for the partial generation to be stored. The heartbeat timeout is a minute, not
+     * seconds: onnxruntime-node's session run blocks the worker's event loop (heartbeats included)
+     * for the whole batched step, and on a loaded 2-core machine one prefill run of 8 prompts took
+     * over 15 s, timing out every generation in flight at once (measured: attempt 15 of one turn).
+     * A dead worker is noticed within the minute.
      */
     generate: {
       taskQueue: taskQueueName('gpu-infer', prefix),
       startToCloseTimeout: '30 minutes',
-      heartbeatTimeout: '15 seconds',
+      heartbeatTimeout: '1 minute',
       retry: activityRetry,
       cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
     },
