@@ -169,6 +169,76 @@ test(
   },
 );
 
+test(
+  'when the learner ends, the trajectories it still has in flight are cancelled, not left generating',
+  { timeout: 300_000 },
+  async () => {
+    const prefix = uniquePrefix('learner-leftovers');
+    const context = await openContext(prefix);
+    let served = 0;
+    let trained = false;
+    try {
+      await uploadQuestions(context, `${prefix}q.jsonl`, 40, () => 'a');
+      const scripted = createScriptedPolicy({ version: () => served });
+      const workers = await createInProcessAgent({
+        config: context.config,
+        blobs: context.blobs,
+        pool: context.pool,
+        prefix: context.config.taskQueuePrefix,
+        backend: {
+          ...scripted,
+          // Once the only step has begun, generations wait until their activity is cancelled.
+          generate: async (request, signal) => {
+            if (trained)
+              await new Promise((resolve) => (signal?.aborted ? resolve(undefined) : signal?.addEventListener('abort', resolve)));
+            return scripted.generate(request, signal);
+          },
+        },
+        tools: createScriptedTools(),
+        roles: ['agent', 'gpu-infer', 'tools', 'gpu-train'],
+        extraActivities: {
+          'gpu-train': {
+            trainStep: async (input: TrainStepInput) => {
+              trained = true;
+              await sleep(1000); // admission goes on while the step trains: these groups are the leftovers
+              served = input.outputVersion;
+              return { version: input.outputVersion, metrics: {} };
+            },
+          },
+        },
+      });
+      const runId = `${prefix}run`;
+      const running = `LonghaulRunId = "${runId}" AND LonghaulKind = "trajectory" AND ExecutionStatus = "Running"`;
+      await workers.run(async () => {
+        const result = (await context.client.workflow.execute(learnerWorkflowType, {
+          taskQueue: context.queue('agent'),
+          workflowId: `${prefix}learner`,
+          args: [
+            {
+              runId,
+              datasetKey: `${prefix}q.jsonl`,
+              settings: { mode: 'async', groupSize: 2, batchSize: 4, maxSteps: 1, eta: 1, maxInflight: 8, dropEqualRewardGroups: false },
+            },
+          ],
+        })) as LearnerResult;
+        assert.equal(result.steps, 1);
+        await waitUntil(
+          async () => (await context.client.workflow.count(`LonghaulRunId = "${runId}" AND ExecutionStatus = "Canceled"`)).count > 0,
+          60_000,
+          'trajectories of the finished run to be cancelled',
+        );
+        await waitUntil(
+          async () => (await context.client.workflow.count(running)).count === 0,
+          60_000,
+          'no trajectory of the run still running',
+        );
+      });
+    } finally {
+      await context.close();
+    }
+  },
+);
+
 test('groups whose rewards are all equal are dropped, never trained on', { timeout: 300_000 }, async () => {
   const prefix = uniquePrefix('learner-drop');
   const context = await openContext(prefix);
