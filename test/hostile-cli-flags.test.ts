@@ -1,9 +1,10 @@
 /**
  * Hostile-input corpus, boundary "CLI flags" (test/fixtures/hostile/cli-flags.json): every flag a
  * command parses as a number, given a value out of range and one of the wrong type. Each must exit 2
- * with one line naming the flag, before anything starts. The test scans cli/commands/ for the flags
- * parsed as numbers (integerFlag, rateFlag, Number(values…), intervals, policy versions) and fails when
- * one has no case, so a new numeric flag needs a line in the corpus.
+ * with one line naming the flag, before anything starts. The test scans cli/commands/ and the demo's
+ * plan (cli/demo/) for the flags parsed as numbers (integerFlag, rateFlag, Number(values…), intervals,
+ * policy versions, the demo's integer/numberIn/--band/--hops) and fails when one has no case, so a new
+ * numeric flag needs a line in the corpus.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -31,16 +32,32 @@ const numericFlagPatterns = [
   /--([\w-]+) expects (?:an integer|a number|a positive number)/g,
 ];
 
-/** "<command> --<flag>" for every numeric flag the commands parse. */
+/**
+ * Patterns of the demo's flag parser (cli/demo/*.ts: the `integer(flag, …)` shorthand over integerFlag,
+ * `numberIn(values…)`, `--band`/`--hops` (lists of numbers) and `--from-version`), read as flags of the `demo` command.
+ */
+const demoNumericFlagPatterns = [
+  ...numericFlagPatterns,
+  /\binteger\('([\w-]+)'/g,
+  /numberIn\(values(?:\.(\w+)|\['([\w-]+)'\])/g,
+  /parse(?:Band|Hops)\(text\(values(?:\.(\w+)|\['([\w-]+)'\])\)/g,
+  /startVersionRequest\(text\(values(?:\.(\w+)|\['([\w-]+)'\])/g,
+];
+
+/** "<command> --<flag>" for every numeric flag the commands (and the demo's plan) parse. */
 function numericFlagsInSource(): Set<string> {
-  const folder = path.join(repoRoot, 'cli', 'commands');
   const found = new Set<string>();
-  for (const file of fs.readdirSync(folder).filter((name) => name.endsWith('.command.ts'))) {
-    const command = file.replace(/\.command\.ts$/, '').replace(/^bench-.*$/, 'bench');
-    const source = fs.readFileSync(path.join(folder, file), 'utf8');
-    for (const pattern of numericFlagPatterns)
+  const scan = (file: string, command: string, patterns: readonly RegExp[]) => {
+    const source = fs.readFileSync(file, 'utf8');
+    for (const pattern of patterns)
       for (const match of source.matchAll(pattern)) found.add(`${command} --${match.slice(1).find((group) => group !== undefined)}`);
-  }
+  };
+  const commands = path.join(repoRoot, 'cli', 'commands');
+  for (const file of fs.readdirSync(commands).filter((name) => name.endsWith('.command.ts')))
+    scan(path.join(commands, file), file.replace(/\.command\.ts$/, '').replace(/^bench-.*$/, 'bench'), numericFlagPatterns);
+  const demo = path.join(repoRoot, 'cli', 'demo');
+  for (const file of fs.readdirSync(demo).filter((name) => name.endsWith('.ts') && !name.endsWith('.test.ts')))
+    scan(path.join(demo, file), 'demo', demoNumericFlagPatterns);
   return found;
 }
 

@@ -16,6 +16,8 @@ interface HostileCase {
   readonly protocol?: Protocol;
   readonly expect: 'invalid' | 'tools' | 'answer';
   readonly reason?: string;
+  /** The answer text expected (sanitised: no NUL, no unpaired surrogate). */
+  readonly answer?: string;
 }
 
 const corpus = JSON.parse(fs.readFileSync(path.join(repoRoot, 'test', 'fixtures', 'hostile', 'model-outputs.json'), 'utf8')) as {
@@ -36,6 +38,8 @@ test(`the hostile model-output corpus (${corpus.cases.length} cases) parses to i
       maxCallsPerTurn: 3,
     });
     assert.equal(action.kind, entry.expect, `${entry.name}: ${JSON.stringify(action).slice(0, 300)}`);
+    if (action.kind === 'answer' && entry.answer !== undefined)
+      assert.equal(action.answer, entry.answer, `${entry.name}: the answer as scored and stored`);
     if (action.kind === 'invalid') {
       assert.ok(action.reason.length <= 201, `${entry.name}: the reason stays short`);
       if (entry.reason)

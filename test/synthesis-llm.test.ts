@@ -13,25 +13,19 @@ import { KnowledgeGraph } from '../activities/synthesis/knowledge-graph.js';
 import { llmSeedEntity } from '../activities/synthesis/llm.synthesizer.js';
 import { datasetBlobKey } from '../activities/synthesis/synthesis.activities.js';
 import type { KnowledgeBaseEntity, KnowledgeBaseRelation } from '../activities/ports/knowledge-base.port.js';
-import { createToolActivities } from '../activities/tools/run-tools.activities.js';
-import { buildToolRegistry } from '../composition/tool-registry.js';
-import { createInProcessAgent, type InProcessAgent } from '../composition/in-process-agent.js';
 import { createPgKnowledgeBase } from '../infra/postgres/knowledge-base.pg.js';
 import { createPgSynthesisStore } from '../infra/postgres/synthesis-store.pg.js';
-import { createPgToolCallStore } from '../infra/search/tool-call-store.pg.js';
 import { synthesisRunWorkflowType, type SynthesisFact, type SynthesisRunResult } from '../workflows/contracts/synthesis.contract.js';
 import { taskSeed } from '../workflows/synthesis.workflow.js';
 import { jsonReply, startChatReplayServer, type ChatReplayServer, type ReplayReply } from './doubles/chat-replay-server.js';
-import { createScriptedPolicy } from './doubles/scripted-policy.js';
 import { openContext, uniquePrefix, type TestContext } from './helpers/stack.js';
-import { evaluationSetIndex, synthesisCorpus, type SynthesisCorpus } from './helpers/synthesis.js';
+import { startSynthesisAgent, type SynthesisAgent, type SynthesisCorpus } from './helpers/synthesis.js';
 
 describe('the LLM-driven synthesizer against a replaying chat server', () => {
   const prefix = uniquePrefix('synthllm');
   let context: TestContext;
   let corpus: SynthesisCorpus;
-  let agent: InProcessAgent;
-  let stopAgent: () => Promise<void>;
+  let agent: SynthesisAgent;
   let replay: ChatReplayServer;
   let graph: KnowledgeGraph;
 
@@ -49,33 +43,16 @@ describe('the LLM-driven synthesizer against a replaying chat server', () => {
 
   before(async () => {
     context = await openContext(prefix);
-    corpus = await synthesisCorpus(context.config, 'synthllm');
-    graph = new KnowledgeGraph(await createPgKnowledgeBase(corpus.pool).snapshot(['country', 'city']));
     replay = await startChatReplayServer({});
-    const registry = buildToolRegistry(context.config, corpus.pool);
-    agent = await createInProcessAgent({
-      config: context.config,
-      blobs: context.blobs,
-      pool: corpus.pool,
-      backend: createScriptedPolicy(),
-      tools: createToolActivities({ registry: registry.registry, store: createPgToolCallStore(corpus.pool) }),
-      prefix,
-      contamination: evaluationSetIndex(['What is the capital of Atlantis, the sunken island?']),
+    agent = await startSynthesisAgent(context, 'synthllm', {
       synthesisLlm: { baseUrl: replay.baseUrl, model: 'replay-model', apiKey: null, timeoutMs: 1500 },
     });
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => (release = resolve));
-    const running = agent.run(() => released);
-    stopAgent = async () => {
-      release();
-      await running;
-      await registry.close();
-    };
+    corpus = agent.corpus;
+    graph = new KnowledgeGraph(await createPgKnowledgeBase(corpus.pool).snapshot(['country', 'city']));
   });
   after(async () => {
-    await stopAgent?.();
+    await agent?.close();
     await replay?.close();
-    await corpus?.close();
     await context?.close();
   });
 

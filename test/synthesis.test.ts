@@ -10,50 +10,26 @@ import { WorkflowFailedError } from '@temporalio/client';
 import { parseQuestions } from '../activities/learner.activities.js';
 import { createSynthesisActivities, datasetBlobKey } from '../activities/synthesis/synthesis.activities.js';
 import { wilsonLowerBound } from '../activities/synthesis/checks.js';
-import { createToolActivities } from '../activities/tools/run-tools.activities.js';
-import { buildToolRegistry } from '../composition/tool-registry.js';
-import { createInProcessAgent, type InProcessAgent } from '../composition/in-process-agent.js';
 import { synthesisDependencies } from '../composition/queue-activities.js';
-import { createPgToolCallStore } from '../infra/search/tool-call-store.pg.js';
 import { createPgSynthesisStore } from '../infra/postgres/synthesis-store.pg.js';
 import { synthesisRunWorkflowType, type SynthesisCandidate, type SynthesisRunResult } from '../workflows/contracts/synthesis.contract.js';
-import { createScriptedPolicy } from './doubles/scripted-policy.js';
 import { openContext, uniquePrefix, type TestContext } from './helpers/stack.js';
-import { evaluationSetIndex, synthesisCorpus, type SynthesisCorpus } from './helpers/synthesis.js';
+import { evaluationSetIndex, startSynthesisAgent, type SynthesisAgent, type SynthesisCorpus } from './helpers/synthesis.js';
 
 describe('the data-synthesis agent', () => {
   const prefix = uniquePrefix('synth');
   let context: TestContext;
   let corpus: SynthesisCorpus;
-  let agent: InProcessAgent;
-  let stopAgent: () => Promise<void>;
+  let agent: SynthesisAgent;
   let run: SynthesisRunResult;
 
   before(async () => {
     context = await openContext(prefix);
-    corpus = await synthesisCorpus(context.config, 'synth');
-    const registry = buildToolRegistry(context.config, corpus.pool);
-    agent = await createInProcessAgent({
-      config: context.config,
-      blobs: context.blobs,
-      pool: corpus.pool,
-      backend: createScriptedPolicy(),
-      tools: createToolActivities({ registry: registry.registry, store: createPgToolCallStore(corpus.pool) }),
-      prefix,
-      contamination: evaluationSetIndex(['What is the capital of Atlantis, the sunken island?']),
-    });
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => (release = resolve));
-    const running = agent.run(() => released);
-    stopAgent = async () => {
-      release();
-      await running;
-      await registry.close();
-    };
+    agent = await startSynthesisAgent(context, 'synth');
+    corpus = agent.corpus;
   });
   after(async () => {
-    await stopAgent?.();
-    await corpus?.close();
+    await agent?.close();
     await context?.close();
   });
 

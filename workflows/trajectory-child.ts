@@ -6,6 +6,7 @@
  */
 import type { QuestionRow } from './contracts/learner.contract.js';
 import type { TrajectoryInput, TrajectorySettings } from './contracts/trajectory.contract.js';
+import { readableText } from './contracts/readable-text.js';
 
 export interface ChildTrajectoryRequest {
   readonly question: QuestionRow;
@@ -103,5 +104,6 @@ export function trajectoryMetadata(input: {
   ]
     .filter((line) => line !== null)
     .join('\n\n');
-  return { staticSummary, staticDetails };
+  // No NUL or unpaired surrogate from a question or an id reaches the server (identical for readable text).
+  return { staticSummary: readableText(staticSummary), staticDetails: readableText(staticDetails) };
 }

@@ -24,6 +24,7 @@ import type { FinishActivities } from '../activities/agent/finish.activities.js'
 import type { GenerateTurnResult } from './contracts/agent-turn.contract.js';
 import { activityOptions } from './contracts/activity-options.js';
 import { queuePrefixOf } from './contracts/queues.js';
+import { readableText } from './contracts/readable-text.js';
 import { searchAttributes } from './contracts/search-attributes.js';
 import {
   interruptSignal,
@@ -169,9 +170,10 @@ async function episode(raw: TrajectoryInput): Promise<TrajectoryResult> {
     { key: searchAttributes.kind, value: 'trajectory' },
     { key: searchAttributes.status, value: 'running' },
     { key: searchAttributes.policyVersion, value: state.policyVersion },
-    ...(input.dataset ? [{ key: searchAttributes.dataset, value: input.dataset }] : []),
-    ...(input.questionId ? [{ key: searchAttributes.questionId, value: input.questionId }] : []),
-    ...(input.runId ? [{ key: searchAttributes.runId, value: input.runId }] : []),
+    // Readable text only (no NUL, no unpaired surrogate): a visibility store on Postgres refuses them. Identical for readable ids.
+    ...(input.dataset ? [{ key: searchAttributes.dataset, value: readableText(input.dataset) }] : []),
+    ...(input.questionId ? [{ key: searchAttributes.questionId, value: readableText(input.questionId) }] : []),
+    ...(input.runId ? [{ key: searchAttributes.runId, value: readableText(input.runId) }] : []),
   ]);
 
   async function generateWithInterrupts(): Promise<GenerateTurnResult> {

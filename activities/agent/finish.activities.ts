@@ -14,6 +14,7 @@ import type { FinishTrajectoryInput, FinishTrajectoryResult } from '../../workfl
 import { errorTypes, LonghaulError } from '../../workflows/contracts/errors.js';
 import { judgeAnswer, type JudgeOutcome } from '../reward/judge.js';
 import { scoreAnswer } from '../reward/metrics.js';
+import { readableText } from '../../workflows/contracts/readable-text.js';
 import { readJson, transcriptKeys, type GenerationRecord, type ToolsRecord } from './transcript.js';
 
 export interface FinishDependencies {
@@ -74,13 +75,21 @@ export function createFinishActivities({ blobs, trajectories, judge }: FinishDep
       const existing = await trajectories.get(input.trajectoryId);
       if (existing) return { reward: existing.reward, rewardParts: existing.rewardParts, recordKey: existing.recordKey, written: false };
       const turns = await readTurns(blobs, input.trajectoryId, input.turns);
+      // What is scored and written to Postgres (text and jsonb refuse NUL; unpaired surrogates are not Unicode): the
+      // parser already cleans answers, this also covers questions, gold answers and ids from a dataset or a hand-started
+      // workflow. The record keeps the question and gold answers as given and every turn's raw text.
+      const answer = input.answer === null ? null : readableText(input.answer);
+      const gold = input.answers.map(readableText);
       const { parts, errors } = scoreAnswer(
-        input.answer,
-        input.answers,
+        answer,
+        gold,
         { turns: input.turns, invalidSteps: input.invalidSteps, answered: input.answer !== null },
         { formatWeight: input.rewardFormatWeight },
       );
-      const judgement = input.rewardMetric === 'judge' ? await judged(judge, input) : undefined;
+      const judgement =
+        input.rewardMetric === 'judge'
+          ? await judged(judge, { ...input, question: readableText(input.question), answer, answers: gold })
+          : undefined;
       if (judgement) {
         parts.judge = judgement.score;
         if (judgement.error) errors.judge = judgement.error;
@@ -95,7 +104,7 @@ export function createFinishActivities({ blobs, trajectories, judge }: FinishDep
         questionId: input.questionId,
         question: input.question,
         answers: [...input.answers],
-        answer: input.answer,
+        answer,
         stopReason: input.stopReason,
         turns: input.turns,
         invalidSteps: input.invalidSteps,
@@ -139,12 +148,12 @@ export function createFinishActivities({ blobs, trajectories, judge }: FinishDep
       await blobs.put(recordKey, JSON.stringify(record), 'application/json');
       const written = await trajectories.insert({
         trajectoryId: input.trajectoryId,
-        runId: input.runId,
-        dataset: input.dataset,
-        questionId: input.questionId,
-        question: input.question,
-        answer: input.answer,
-        gold: input.answers,
+        runId: readableText(input.runId),
+        dataset: readableText(input.dataset),
+        questionId: readableText(input.questionId),
+        question: readableText(input.question),
+        answer,
+        gold,
         reward,
         rewardParts: parts,
         stopReason: input.stopReason,

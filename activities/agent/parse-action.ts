@@ -4,6 +4,7 @@
  */
 import type { ParsedAction, Protocol } from '../../workflows/contracts/trajectory.contract.js';
 import type { ToolCall } from '../../workflows/contracts/tools.contract.js';
+import { readableText } from '../../workflows/contracts/readable-text.js';
 
 /** Tags that carry no action. */
 const NEUTRAL_TAGS = new Set(['think', 'information', 'summary', 'tool_call', 'tool_response']);
@@ -35,7 +36,8 @@ export function parseAction(text: string, options: ParseOptions): ParsedAction {
   }
   if (answers.length > 0 && (answers.length > 1 || calls.length > 0)) return invalid('two actions in one turn: an answer must stand alone');
   if (answers.length === 1) {
-    const answer = String((answers[0]!.input as { answer?: unknown }).answer ?? '').trim();
+    // NUL removed and unpaired surrogates replaced: the answer is scored, stored in Postgres and shown; the raw text stays in the generation blob.
+    const answer = readableText(String((answers[0]!.input as { answer?: unknown }).answer ?? '')).trim();
     return answer ? { kind: 'answer', answer } : invalid('empty answer');
   }
   if (calls.length > options.maxCallsPerTurn)

@@ -7,6 +7,7 @@
 import { z } from 'zod';
 import type { CachedToolResult, ToolCallRow, ToolCallStore } from '../ports/tool-call-store.port.js';
 import type { RunToolsInput, ToolActivities, ToolCall, ToolResult } from '../../workflows/contracts/tools.contract.js';
+import { readableText } from '../../workflows/contracts/readable-text.js';
 import { defaultCacheKey, ToolFailure, type ToolRegistry } from './registry.js';
 import { parseActivityInput } from '../activity-input.js';
 
@@ -146,15 +147,6 @@ export function createToolActivities(deps: ToolActivityDependencies): ToolActivi
       return deps.registry.describe(input?.names);
     },
   };
-}
-
-/**
- * Text an observation can carry everywhere it goes (blobs, Postgres text, the prompt): NUL characters
- * removed (a page or an API answer may hold them; Postgres refuses them) and unpaired surrogates
- * replaced with U+FFFD.
- */
-export function readableText(text: string): string {
-  return text.replaceAll('\u0000', '').replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD');
 }
 
 /**

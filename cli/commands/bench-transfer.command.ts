@@ -7,7 +7,6 @@ import { parseQuestions } from '../../activities/learner.activities.js';
 import { toQuestionRow } from '../../activities/question-sets/question-set.js';
 import { createPgBenchmarkResultStore } from '../../infra/postgres/benchmark-result-store.pg.js';
 import { stackUp } from '../../infra/services/stack.js';
-import { workerService } from '../../infra/services/workers.service.js';
 import { parseSftHyperparameters } from '../../gpu/train/train-step.schema.js';
 import {
   evaluationInputFor,
@@ -26,6 +25,7 @@ import { parseWarmStartInput } from '../../workflows/contracts/warm-start.input.
 import { integerFlag, parseFlags, rateFlag } from '../arguments.js';
 import { UsageError } from '../command.js';
 import { preflight } from '../preflight.js';
+import { restartInference } from '../restart-inference.js';
 import { resolveDataset } from './eval.command.js';
 import { repositoryCommit } from '../../composition/benchmark-runner.js';
 
@@ -51,15 +51,6 @@ const transferFlags = {
   concurrency: 'concurrency',
   seed: 'seed',
 };
-
-/** The gpu-infer worker serves one version (LONGHAUL_POLICY_VERSION): restart it on another. */
-async function restartInference(version: number | undefined): Promise<void> {
-  if (version === undefined) delete process.env.LONGHAUL_POLICY_VERSION;
-  else process.env.LONGHAUL_POLICY_VERSION = String(version); // the worker child reads its own environment
-  const service = workerService(config(), 'gpu-infer');
-  await service.stop();
-  await service.start();
-}
 
 export const transferBenchmark = {
   summary: 'transfer by freezing: last N layers vs LoRA vs full fine-tuning on one warm-start budget, evaluated side by side',

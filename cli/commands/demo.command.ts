@@ -8,7 +8,6 @@ import { openServices } from '../../composition/services.js';
 import { loadQuestionSet } from '../../composition/question-sets.js';
 import { toQuestionRow } from '../../activities/question-sets/question-set.js';
 import { stackUp } from '../../infra/services/stack.js';
-import { workerService } from '../../infra/services/workers.service.js';
 import { parseRlHyperparameters, parseSftHyperparameters } from '../../gpu/train/train-step.schema.js';
 import { parseEvaluationInput } from '../../workflows/contracts/evaluation.input.js';
 import { parseLearnerCurriculum, parseLearnerSettings } from '../../workflows/contracts/learner.input.js';
@@ -30,6 +29,7 @@ import { followWorkflow } from '../follow-workflow.js';
 import { preflight } from '../preflight.js';
 import { progressBar } from '../progress.js';
 import { startVersionFlag } from '../start-version.js';
+import { restartInference } from '../restart-inference.js';
 import { followWarmStart } from './warm-start.command.js';
 import { resolveDataset } from './eval.command.js';
 import { describeProgress, pendingActivityProgress } from '../activity-progress.js';
@@ -62,13 +62,6 @@ function runChild(args: string[]): Promise<void> {
       else reject(new Error(`longhaul ${args.join(' ')} exited with ${code}`));
     });
   });
-}
-
-async function restartInference(version: number): Promise<void> {
-  process.env.LONGHAUL_POLICY_VERSION = String(version); // the worker child reads its own environment
-  const service = workerService(config(), 'gpu-infer');
-  await service.stop();
-  await service.start();
 }
 
 /** The flag behind each input field the demo's workflows get, for preflight refusals. */

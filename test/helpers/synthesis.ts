@@ -6,6 +6,12 @@ import { dropSchema, openSchemaPool } from '../../infra/search/open.js';
 import type { Config } from '../../infra/config.js';
 import type { ContaminationLookup } from '../../activities/synthesis/synthesis.activities.js';
 import { ContaminationIndex } from '../../activities/question-sets/contamination.js';
+import { createToolActivities } from '../../activities/tools/run-tools.activities.js';
+import { buildToolRegistry } from '../../composition/tool-registry.js';
+import { createInProcessAgent } from '../../composition/in-process-agent.js';
+import { createPgToolCallStore } from '../../infra/search/tool-call-store.pg.js';
+import { createScriptedPolicy } from '../doubles/scripted-policy.js';
+import type { TestContext } from './stack.js';
 
 export interface SynthesisCorpus {
   readonly pool: pg.Pool;
@@ -37,4 +43,50 @@ export function evaluationSetIndex(questions: readonly string[]): () => Promise<
       'test-set',
       questions.map((question, index) => ({ id: `q${index}`, question })),
     );
+}
+
+export interface SynthesisAgent {
+  readonly corpus: SynthesisCorpus;
+  /** Stops the workers, then drops the corpus schema. */
+  close(): Promise<void>;
+}
+
+/**
+ * The stack every synthesis test runs on: a default corpus of its own, and in-process agent, tools
+ * and inference workers under the context's prefix (scripted policy, the real tools over that corpus,
+ * a contamination index of one Atlantis question), running until `close`.
+ */
+export async function startSynthesisAgent(
+  context: TestContext,
+  label: string,
+  options: { readonly synthesisLlm?: Config['synthesisLlm'] } = {},
+): Promise<SynthesisAgent> {
+  const corpus = await synthesisCorpus(context.config, label);
+  const registry = buildToolRegistry(context.config, corpus.pool);
+  const agent = await createInProcessAgent({
+    config: context.config,
+    blobs: context.blobs,
+    pool: corpus.pool,
+    backend: createScriptedPolicy(),
+    tools: createToolActivities({ registry: registry.registry, store: createPgToolCallStore(corpus.pool) }),
+    prefix: context.config.taskQueuePrefix,
+    contamination: evaluationSetIndex(['What is the capital of Atlantis, the sunken island?']),
+    ...(options.synthesisLlm ? { synthesisLlm: options.synthesisLlm } : {}),
+  }).catch(async (error: unknown) => {
+    await registry.close();
+    await corpus.close();
+    throw error;
+  });
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  const running = agent.run(() => released);
+  return {
+    corpus,
+    async close() {
+      release();
+      await running;
+      await registry.close();
+      await corpus.close();
+    },
+  };
 }
