@@ -149,15 +149,74 @@ describe('the LLM-driven synthesizer against a replaying chat server', () => {
       assert.ok(wrong.length >= 20, `${wrong.length} distinct wrong answers`);
       assert.ok(!wrong.some((entry) => entry.answer === answer), 'the gold answer is not counted as an alternative');
       assert.ok(wrong.some((entry) => entry.sources.includes('closed-book policy')));
+      // The evidence-only check is recorded (the default on the LLM path), not gating: the scripted policy searches instead of answering.
       assert.deepEqual(item.provenance.verdicts.map((verdict) => [verdict.check, verdict.passed]).sort(), [
         ['contamination', true],
         ['difficulty', true],
+        ['evidence', false],
         ['grounding', true],
         ['quality', true],
         ['solvability', true],
         ['uniqueness', true],
       ]);
+      const evidence = item.provenance.verdicts.find((verdict) => verdict.check === 'evidence')!;
+      const shown = evidence.details.passages as { documentId: string; gold: boolean }[];
+      const goldDocuments = new Set(item.provenance.facts.map((fact) => fact.evidence.documentId));
+      assert.deepEqual(new Set(shown.filter((passage) => passage.gold).map((passage) => passage.documentId)), goldDocuments);
+      assert.ok(shown.filter((passage) => !passage.gold).length >= 1, 'distractors from searching the question');
+      assert.ok(
+        shown.every((passage) => passage.gold || !goldDocuments.has(passage.documentId)),
+        'no gold document as a distractor',
+      );
+      assert.match(evidence.details.reply as string, /<search>/);
+      assert.equal(evidence.details.gate, false);
       assert.ok(item.goldTurns.at(-1)!.includes(`<answer>${answer}</answer>`));
+
+      // The chat model's tokens, from the endpoint's usage field (the replay server: 50 prompt tokens and ⌈length / 4⌉ completion tokens a reply).
+      assert.ok(replay.calls.every((call) => call.usage !== null));
+      const expectedCompletion = replay.calls.reduce((sum, call) => sum + call.usage!.completionTokens, 0);
+      const usage = (row!.candidate as { llmUsage?: { calls: number; promptTokens: number; completionTokens: number } }).llmUsage;
+      assert.deepEqual(usage, { calls: 8, promptTokens: 8 * 50, completionTokens: expectedCompletion });
+      assert.ok(row!.tokens >= 8 * 50 + expectedCompletion, `the candidate's tokens (${row!.tokens}) include the chat model's`);
+      assert.deepEqual(run.llm, {
+        calls: 8,
+        promptTokens: 400,
+        completionTokens: expectedCompletion,
+        tokensPerCandidate: 400 + expectedCompletion,
+      });
+      assert.deepEqual(run.evidenceOnly, { checked: 1, passed: 0, passRate: 0, failedWhereSolverPassed: 1 });
+      const uniquenessUsage = uniqueness.details.llmUsage as { calls: number };
+      assert.equal(uniquenessUsage.calls, 2, 'the judge calls (guesses, alternatives) are counted in the verdict');
+
+      // The same candidate with evidenceCheck "gate": the evidence-only failure now rejects it, with its reason.
+      replay.calls.length = 0;
+      replay.enqueue('seed', jsonReply({ question: `What is the capital of ${country.name}?`, answer, quote: capital.quote }));
+      replay.enqueue('inject', jsonReply({ question: injected, document_id: border.documentId, quote: border.quote, named: border.name }));
+      replay.enqueue('verify', jsonReply({ answer }), jsonReply({ answer }));
+      replay.enqueue('fuzz', jsonReply({ question: fuzzed, obscured: border.name, replacement: 'a country by its initial and length' }));
+      replay.enqueue('exit', jsonReply({ question: fuzzed }));
+      const gated: SynthesisRunResult = await context.client.workflow.execute(synthesisRunWorkflowType, {
+        taskQueue: context.queue('agent'),
+        workflowId: `${prefix}run-gated`,
+        args: [
+          {
+            datasetId: `${prefix}gated`,
+            count: 1,
+            seed: runSeed,
+            synthesizer: 'llm',
+            concurrency: 1,
+            settings: { targetHops: 1, targetFuzzes: 1, llmAttempts: 2, evidenceCheck: 'gate', evidenceDistractors: 2 },
+          },
+        ],
+      });
+      const [gatedRow] = await store.candidates(`${prefix}gated`);
+      assert.equal(gated.accepted, 0);
+      assert.match(gatedRow!.reason, /^evidence: did not answer from \d+ gold and 2 distractor passages without tools/);
+      assert.deepEqual(
+        replay.calls.map((call) => call.prompt),
+        ['seed', 'inject', 'verify', 'fuzz', 'verify', 'exit'],
+        'rejected before the closed-book samples and the uniqueness judge',
+      );
     },
   );
 
@@ -206,6 +265,9 @@ describe('the LLM-driven synthesizer against a replaying chat server', () => {
       assert.match(rows[index]!.reason, why, `task ${index}`);
     }
     assert.ok(Object.keys(run.rejectionsByReason).length >= 4, JSON.stringify(run.rejectionsByReason));
+    // Each task asked once (llmAttempts 1); a call that failed or hung is counted too, with no tokens.
+    for (const row of rows) assert.equal((row.candidate as { llmUsage?: { calls: number } }).llmUsage?.calls, 1, `task ${row.taskIndex}`);
+    assert.equal(run.llm.calls, garbage.length);
   });
 
   it(

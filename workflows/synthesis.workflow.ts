@@ -23,6 +23,7 @@ import { queuePrefixOf } from './contracts/queues.js';
 import { searchAttributes } from './contracts/search-attributes.js';
 import {
   synthesisRunStateQuery,
+  type LlmUsage,
   type SolverAttempt,
   type SynthesisActivities,
   type SynthesisCandidate,
@@ -74,6 +75,17 @@ export async function synthesizeQuestion(raw: SynthesizeQuestionInput): Promise<
   const startedAtMs = Date.now();
   const seed = taskSeed(input.seed, input.taskIndex);
   let tokens = 0;
+  // The chat model's calls (LLM path: every action and the uniqueness judge), from the endpoint's usage; part of the candidate's tokens.
+  let llmUsage: LlmUsage = { calls: 0, promptTokens: 0, completionTokens: 0 };
+  const countLlm = <T extends { llmUsage?: LlmUsage }>(outcome: T): T => {
+    if (outcome.llmUsage)
+      llmUsage = {
+        calls: llmUsage.calls + outcome.llmUsage.calls,
+        promptTokens: llmUsage.promptTokens + outcome.llmUsage.promptTokens,
+        completionTokens: llmUsage.completionTokens + outcome.llmUsage.completionTokens,
+      };
+    return outcome;
+  };
   upsertSearchAttributes([
     { key: searchAttributes.kind, value: 'synthesis' },
     { key: searchAttributes.status, value: 'running' },
@@ -95,7 +107,8 @@ export async function synthesizeQuestion(raw: SynthesizeQuestionInput): Promise<
       candidate,
       state,
       seconds: (Date.now() - startedAtMs) / 1000,
-      tokens,
+      tokens: tokens + llmUsage.promptTokens + llmUsage.completionTokens,
+      ...(llm ? { llmUsage } : {}),
     });
     upsertSearchAttributes([{ key: searchAttributes.status, value: accepted ? 'accepted' : 'rejected' }]);
     return {
@@ -110,7 +123,9 @@ export async function synthesizeQuestion(raw: SynthesizeQuestionInput): Promise<
   }
 
   // Synthesis: seed, then inject until the target hop count, then fuzz; each edit is verified and undone when it fails.
-  const seeded = await actions.synthesisSeed({ synthesizer: input.synthesizer, seed, taskIndex: input.taskIndex, ...withSettings });
+  const seeded = countLlm(
+    await actions.synthesisSeed({ synthesizer: input.synthesizer, seed, taskIndex: input.taskIndex, ...withSettings }),
+  );
   if (!seeded.state) return finish(false, `synthesis: ${seeded.reason}`, null, null);
   let state: SynthesisState = seeded.state;
   let lastFailure = '';
@@ -118,16 +133,17 @@ export async function synthesizeQuestion(raw: SynthesizeQuestionInput): Promise<
     const hops = state.nodes.length - 1;
     const action = hops < settings.targetHops ? 'inject' : state.fuzzes < settings.targetFuzzes ? 'fuzz' : null;
     if (action === null) break;
-    const outcome =
+    const outcome = countLlm(
       action === 'inject'
         ? await actions.synthesisInject({ state, seed, round, final: hops + 1 >= settings.targetHops, ...withSettings })
-        : await actions.synthesisFuzz({ state, seed, round, ...withSettings });
+        : await actions.synthesisFuzz({ state, seed, round, ...withSettings }),
+    );
     if (!outcome.state) {
       lastFailure = `${action}: ${outcome.reason}`;
       state = { ...state, actions: [...state.actions, { action, ok: false, detail: outcome.reason }] };
       break; // nothing more of this kind can be done
     }
-    const check = await actions.synthesisVerify({ state: outcome.state, ...withSettings });
+    const check = countLlm(await actions.synthesisVerify({ state: outcome.state, ...withSettings }));
     if (check.ok) state = outcome.state;
     else {
       lastFailure = `verify: ${check.reason}`;
@@ -137,7 +153,7 @@ export async function synthesizeQuestion(raw: SynthesizeQuestionInput): Promise<
   const hops = state.nodes.length - 1;
   if (hops < settings.targetHops)
     return finish(false, `synthesis: reached ${hops} of ${settings.targetHops} hops${lastFailure ? ` (${lastFailure})` : ''}`, null, state);
-  const exited = await actions.synthesisExit({ state, ...withSettings });
+  const exited = countLlm(await actions.synthesisExit({ state, ...withSettings }));
   const candidate = exited.candidate;
   if (!candidate) return finish(false, `synthesis: ${exited.reason}`, null, state);
 
@@ -185,6 +201,35 @@ export async function synthesizeQuestion(raw: SynthesizeQuestionInput): Promise<
   const solvability = await act.checkSolvability({ workflowId, candidate, attempts, ...(goldReplay ? {} : { mode: 'policy' as const }) });
   if (!solvability.passed) return finish(false, `solvability: ${solvability.reason}`, candidate, null);
 
+  // The evidence-only check: the reference policy gets the gold passages plus distractors found by searching the
+  // question, and no tools. Recorded beside the solver's verdict; it rejects only with evidenceCheck "gate".
+  // Off by default on the grounded path (its answers are proved), so its histories do not change.
+  const evidenceMode = settings.evidenceCheck ?? (llm ? 'record' : 'off');
+  if (evidenceMode !== 'off' && patched('synthesis-evidence-only')) {
+    const prompt = await act.evidenceOnlyPrompt({ workflowId, candidate, distractors: settings.evidenceDistractors, seed });
+    const generation = await policy.generate({
+      key: `synthesis/${workflowId}/evidence-only`,
+      request: {
+        prompt: candidate.question,
+        messages: [...prompt.messages],
+        maxNewTokens: settings.closedBookMaxTokens,
+        temperature: 0,
+        seed,
+        stop: ['</answer>'],
+      },
+    });
+    tokens += generation.generatedTokens;
+    const evidence = await act.checkEvidenceOnly({
+      workflowId,
+      candidate,
+      prompt,
+      reply: generation.text,
+      gate: evidenceMode === 'gate',
+      tokens: generation.generatedTokens,
+    });
+    if (!evidence.passed && evidenceMode === 'gate') return finish(false, `evidence: ${evidence.reason}`, candidate, null);
+  }
+
   // Difficulty: n closed-book samples of the configured policy, no tools. Since the patch they are asked
   // for together, so the batching policy decodes them in one running batch instead of n one after another.
   const closedBook = (sample: number) =>
@@ -209,7 +254,7 @@ export async function synthesizeQuestion(raw: SynthesizeQuestionInput): Promise<
   const samples: string[] = generations.map((generation) => generation.text);
   for (const generation of generations) tokens += generation.generatedTokens;
   if (llm) {
-    const uniqueness = await actions.checkUniqueness({ workflowId, candidate, samples, attempts, settings });
+    const uniqueness = countLlm(await actions.checkUniqueness({ workflowId, candidate, samples, attempts, settings }));
     if (!uniqueness.passed) return finish(false, `uniqueness: ${uniqueness.reason}`, candidate, null);
   }
   const difficulty = await act.checkDifficulty({

@@ -13,6 +13,8 @@ export interface Asked<T> {
   /** What `parse` made of it; null when unusable. */
   readonly parsed: T | null;
   readonly generatedTokens: number;
+  /** Prompt and completion tokens of the call: the server's `usage` when it sent one, else counted from token ids (or estimated). */
+  readonly usage: { readonly promptTokens: number; readonly completionTokens: number };
 }
 
 export async function askAndParse<T>(
@@ -29,7 +31,13 @@ export async function askAndParse<T>(
     ...(options.seed === undefined ? {} : { seed: options.seed }),
   };
   const result = await backend.generate(request);
-  return { reply: result.text, parsed: parse(result.text), generatedTokens: generatedTokenCount(result) };
+  const generatedTokens = generatedTokenCount(result);
+  return {
+    reply: result.text,
+    parsed: parse(result.text),
+    generatedTokens,
+    usage: result.usage ?? { promptTokens: result.promptTokenIds.length, completionTokens: generatedTokens },
+  };
 }
 
 /** The first JSON object of a reply (models wrap it in prose or code fences); null when there is none that parses. */

@@ -71,6 +71,8 @@ export interface GenerateResult {
     readonly generatedTokens: number;
     readonly countedFrom: TokenCountSource;
   };
+  /** The server's own token counts (OpenAI `usage`), when a server backend received them. */
+  readonly usage?: { readonly promptTokens: number; readonly completionTokens: number };
 }
 
 /** Tokens a generation produced: its token ids, or the server's count when it sent none. */

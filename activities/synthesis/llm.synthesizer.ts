@@ -17,6 +17,7 @@ import type { KnowledgeBaseEntity, StoredDocument } from '../ports/knowledge-bas
 import type { SearchEngine } from '../ports/search.port.js';
 import type {
   ChainNode,
+  LlmUsage,
   SynthesisActionName,
   SynthesisCandidate,
   SynthesisFact,
@@ -96,8 +97,19 @@ const MAX_TOKENS: Record<LlmPromptName, number> = {
   alternatives: 384,
 };
 
-/** A stored outcome of one call: the reply, or why there is none. */
-export type LlmCallOutcome = { readonly reply: string } | { readonly error: string };
+/** A stored outcome of one call: the reply (with its tokens, from the endpoint's usage), or why there is none. */
+export type LlmCallOutcome =
+  | { readonly reply: string; readonly usage?: { readonly promptTokens: number; readonly completionTokens: number } }
+  | { readonly error: string };
+
+export const noLlmUsage: LlmUsage = { calls: 0, promptTokens: 0, completionTokens: 0 };
+
+/** Two usages added. */
+export function addLlmUsage(a: LlmUsage, b: LlmUsage | undefined): LlmUsage {
+  return b
+    ? { calls: a.calls + b.calls, promptTokens: a.promptTokens + b.promptTokens, completionTokens: a.completionTokens + b.completionTokens }
+    : a;
+}
 
 export interface LlmReplyCache {
   get(key: string): Promise<LlmCallOutcome | null>;
@@ -131,6 +143,8 @@ export interface Attempted<T> {
   /** One per unusable attempt, in order. */
   readonly problems: readonly string[];
   readonly prompt: string;
+  /** The calls made (or read back from the reply store: a call is counted once, where it was made) and their tokens. */
+  readonly usage: LlmUsage;
 }
 
 /** Quote a reply for a reason: short, one line. */
@@ -169,13 +183,14 @@ export async function askChecked<T>(
 ): Promise<Attempted<T>> {
   const prompt = `${llmPrompts[name].version} ${llmPromptHash(name)}`;
   const endpoint = llmEndpoint(deps.models, settings);
-  if (typeof endpoint === 'string') return { value: null, problems: [`no model (${endpoint})`], prompt };
+  if (typeof endpoint === 'string') return { value: null, problems: [`no model (${endpoint})`], prompt, usage: noLlmUsage };
   const backend = deps.models!.open(endpoint);
   const messages: ChatMessage[] = [
     { role: 'system', content: `[${llmPrompts[name].version}] ${llmPrompts[name].system}` },
     { role: 'user', content: user },
   ];
   const problems: string[] = [];
+  let usage = noLlmUsage;
   const key = deps.callKey();
   for (let attempt = 0; attempt < (settings?.llmAttempts ?? 2); attempt += 1) {
     const callKey = key === null ? null : `${key}/${name}-${attempt}`;
@@ -188,21 +203,22 @@ export async function askChecked<T>(
           { maxNewTokens: MAX_TOKENS[name], temperature: attempt === 0 ? 0 : 0.8, seed: seed + attempt },
           (reply) => reply,
         );
-        outcome = { reply: asked.reply };
+        outcome = { reply: asked.reply, usage: asked.usage };
       } catch (error) {
         outcome = { error: (error as Error).message.replace(/\s+/g, ' ').slice(0, 300) };
       }
       if (callKey !== null) await deps.replies.put(callKey, outcome);
     }
+    usage = addLlmUsage(usage, { calls: 1, promptTokens: 0, completionTokens: 0, ...('usage' in outcome ? outcome.usage : {}) });
     if ('error' in outcome) {
       problems.push(`endpoint failed (${outcome.error})`);
       continue;
     }
     const checked = check(outcome.reply);
-    if ('value' in checked) return { value: checked.value, problems, prompt };
+    if ('value' in checked) return { value: checked.value, problems, prompt, usage };
     problems.push(checked.problem);
   }
-  return { value: null, problems, prompt };
+  return { value: null, problems, prompt, usage };
 }
 
 /** "not JSON (attempt 1: …; attempt 2: …)": the first problem's category leads, so rejection reasons group. */
@@ -321,7 +337,7 @@ export function createLlmSynthesizer(deps: LlmSynthesizerDependencies): Synthesi
           return { value: { question: question.trim(), fact } };
         },
       );
-      if (!asked.value) return { state: null, reason: `seed: ${unusable(asked.problems)}` };
+      if (!asked.value) return { state: null, reason: `seed: ${unusable(asked.problems)}`, llmUsage: asked.usage };
       const state: SynthesisState = {
         synthesizer: 'llm',
         seedFact: asked.value.fact,
@@ -339,6 +355,7 @@ export function createLlmSynthesizer(deps: LlmSynthesizerDependencies): Synthesi
           `${entity.name} → ${state.answer} (${asked.prompt}${asked.problems.length ? `, after ${asked.problems.length} unusable` : ''})`,
         ),
         reason: 'seeded',
+        llmUsage: asked.usage,
       };
     },
 
@@ -400,7 +417,7 @@ export function createLlmSynthesizer(deps: LlmSynthesizerDependencies): Synthesi
           };
         },
       );
-      if (!asked.value) return { state: null, reason: unusable(asked.problems) };
+      if (!asked.value) return { state: null, reason: unusable(asked.problems), llmUsage: asked.usage };
       const nodes = [...state.nodes.slice(0, -1), { ...last, link: { fact: asked.value.fact, forward: true } }, asked.value.node];
       return {
         state: record(
@@ -409,6 +426,7 @@ export function createLlmSynthesizer(deps: LlmSynthesizerDependencies): Synthesi
           `${last.name} described through ${asked.value.node.name} (${asked.prompt})`,
         ),
         reason: 'injected',
+        llmUsage: asked.usage,
       };
     },
 
@@ -435,7 +453,7 @@ export function createLlmSynthesizer(deps: LlmSynthesizerDependencies): Synthesi
           return { value: { ...fields.value, question: rewritten.trim() } };
         },
       );
-      if (!asked.value) return { state: null, reason: unusable(asked.problems) };
+      if (!asked.value) return { state: null, reason: unusable(asked.problems), llmUsage: asked.usage };
       return {
         state: record(
           { ...state, fuzzes: state.fuzzes + 1, question: asked.value.question },
@@ -443,6 +461,7 @@ export function createLlmSynthesizer(deps: LlmSynthesizerDependencies): Synthesi
           `${asked.value.obscured} → ${asked.value.replacement} (${asked.prompt})`,
         ),
         reason: 'fuzzed',
+        llmUsage: asked.usage,
       };
     },
 
@@ -469,8 +488,8 @@ export function createLlmSynthesizer(deps: LlmSynthesizerDependencies): Synthesi
             : { problem: `answered ${excerpt(fields.value.answer, 40)} from the evidence, not ${excerpt(state.answer, 40)}` };
         },
       );
-      if (asked.value === null) return { ok: false, reason: unusable(asked.problems) };
-      return { ok: true, reason: `the evidence answers it (${asked.prompt})` };
+      if (asked.value === null) return { ok: false, reason: unusable(asked.problems), llmUsage: asked.usage };
+      return { ok: true, reason: `the evidence answers it (${asked.prompt})`, llmUsage: asked.usage };
     },
 
     async exit(state, settings) {
@@ -487,7 +506,7 @@ export function createLlmSynthesizer(deps: LlmSynthesizerDependencies): Synthesi
           return problem ? { problem: `${problem} (${excerpt(fields.value.question, 60)})` } : { value: fields.value.question.trim() };
         },
       );
-      if (asked.value === null) return { candidate: null, reason: `exit: ${unusable(asked.problems)}` };
+      if (asked.value === null) return { candidate: null, reason: `exit: ${unusable(asked.problems)}`, llmUsage: asked.usage };
       const turns = llmGoldTurns(state);
       const finished: SynthesisState = {
         ...state,
@@ -503,7 +522,7 @@ export function createLlmSynthesizer(deps: LlmSynthesizerDependencies): Synthesi
         goldTurns: turns,
         goldToolCalls: turns.length - 1,
       };
-      return { candidate, reason: 'exited' };
+      return { candidate, reason: 'exited', llmUsage: asked.usage };
     },
   };
 }

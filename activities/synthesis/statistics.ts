@@ -45,6 +45,18 @@ export function datasetStatistics(
   }
   const totalSeconds = candidates.reduce((sum, row) => sum + row.seconds, 0);
   const totalTokens = candidates.reduce((sum, row) => sum + row.tokens, 0);
+  const llmOf = (row: SynthesisCandidateRow) =>
+    (row.candidate as { llmUsage?: { calls?: number; promptTokens?: number; completionTokens?: number } }).llmUsage ?? {};
+  const llmCalls = candidates.reduce((sum, row) => sum + (llmOf(row).calls ?? 0), 0);
+  const llmPromptTokens = candidates.reduce((sum, row) => sum + (llmOf(row).promptTokens ?? 0), 0);
+  const llmCompletionTokens = candidates.reduce((sum, row) => sum + (llmOf(row).completionTokens ?? 0), 0);
+  // The evidence-only check beside the tool-using solver's verdict of the same candidates.
+  const evidenceChecked = candidates.filter((row) => verdictOf.has(`${row.workflowId}\u0000evidence`));
+  const evidencePassed = evidenceChecked.filter((row) => verdictOf.get(`${row.workflowId}\u0000evidence`)!.passed);
+  const failedWhereSolverPassed = evidenceChecked.filter(
+    (row) =>
+      !verdictOf.get(`${row.workflowId}\u0000evidence`)!.passed && verdictOf.get(`${row.workflowId}\u0000solvability`)?.passed === true,
+  ).length;
   return {
     candidates: candidates.length,
     accepted: accepted.length,
@@ -62,6 +74,20 @@ export function datasetStatistics(
     difficultyDistribution,
     secondsPerAccepted: round(accepted.length ? totalSeconds / accepted.length : 0, 2),
     tokensPerAccepted: round(accepted.length ? totalTokens / accepted.length : 0, 1),
+    secondsPerCandidate: round(candidates.length ? totalSeconds / candidates.length : 0, 2),
+    tokensPerCandidate: round(candidates.length ? totalTokens / candidates.length : 0, 1),
+    llm: {
+      calls: llmCalls,
+      promptTokens: llmPromptTokens,
+      completionTokens: llmCompletionTokens,
+      tokensPerCandidate: round(candidates.length ? (llmPromptTokens + llmCompletionTokens) / candidates.length : 0, 1),
+    },
+    evidenceOnly: {
+      checked: evidenceChecked.length,
+      passed: evidencePassed.length,
+      passRate: round(evidenceChecked.length ? evidencePassed.length / evidenceChecked.length : 0),
+      failedWhereSolverPassed,
+    },
   };
 }
 

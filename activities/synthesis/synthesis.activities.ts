@@ -19,6 +19,8 @@ import { errorTypes, LonghaulError } from '../../workflows/contracts/errors.js';
 import type {
   CheckInput,
   CheckVerdict,
+  EvidenceOnlyPrompt,
+  LlmUsage,
   SynthesisActivities,
   SynthesisCheck,
   SynthesisRunResult,
@@ -28,7 +30,16 @@ import { closedBookCorrect, extractAnswer, normaliseAnswer, qualityProblem, wils
 import { verifyEvidence } from './evidence.js';
 import { createGroundedSynthesizer } from './grounded.synthesizer.js';
 import { KnowledgeGraph } from './knowledge-graph.js';
-import { askChecked, createLlmSynthesizer, replyFields, unusable, type LlmCallOutcome, type LlmReplyCache } from './llm.synthesizer.js';
+import {
+  addLlmUsage,
+  askChecked,
+  createLlmSynthesizer,
+  replyFields,
+  unusable,
+  type LlmCallOutcome,
+  type LlmReplyCache,
+} from './llm.synthesizer.js';
+import { Random } from './random.js';
 import { datasetStatistics } from './statistics.js';
 import type { Synthesizer } from './synthesizer.js';
 
@@ -62,7 +73,24 @@ function activityCallKey(): string | null {
   }
 }
 
-const callOutcomeSchema = z.union([z.object({ reply: z.string() }), z.object({ error: z.string() })]);
+const callOutcomeSchema = z.union([
+  z.object({
+    reply: z.string(),
+    usage: z.object({ promptTokens: z.number().int().min(0), completionTokens: z.number().int().min(0) }).optional(),
+  }),
+  z.object({ error: z.string() }),
+]);
+
+/**
+ * The evidence-only prompt's instruction (versioned like the LLM prompts: change the text, change the
+ * version). The policy answers as in the closed-book check, inside <answer></answer>.
+ */
+export const evidenceOnlyPromptVersion = 'longhaul.synth.evidence-only/1';
+const EVIDENCE_ONLY_SYSTEM =
+  'Answer the question using only the numbered passages given, without searching. Some passages are irrelevant. ' +
+  'Reply with only the answer inside <answer></answer>.';
+/** Characters of a distractor passage shown (a gold passage is its whole evidence span). */
+const DISTRACTOR_CHARACTERS = 400;
 
 const KINDS = ['country', 'city'] as const;
 
@@ -123,9 +151,17 @@ export function createSynthesisActivities(deps: SynthesisDependencies): Synthesi
     return synthesizer;
   };
 
-  async function verdict(input: CheckInput, check: SynthesisCheck, passed: boolean, reason: string, details: Record<string, unknown> = {}) {
-    await deps.store.recordVerdict({ workflowId: input.workflowId, check, passed, reason, details });
-    return { check, passed, reason, details } satisfies CheckVerdict;
+  async function verdict(
+    input: CheckInput,
+    check: SynthesisCheck,
+    passed: boolean,
+    reason: string,
+    details: Record<string, unknown> = {},
+    llmUsage?: LlmUsage,
+  ) {
+    const stored = llmUsage ? { ...details, llmUsage } : details;
+    await deps.store.recordVerdict({ workflowId: input.workflowId, check, passed, reason, details: stored });
+    return { check, passed, reason, details: stored, ...(llmUsage ? { llmUsage } : {}) } satisfies CheckVerdict;
   }
 
   /**
@@ -167,6 +203,7 @@ export function createSynthesisActivities(deps: SynthesisDependencies): Synthesi
         false,
         `only ${wrongAnswers.length} distinct wrong answers gathered (at least ${needed} needed)`,
         details,
+        guesses.usage,
       );
     const passages = candidate.facts.map((fact) => `[${fact.evidence.documentId}] ${fact.evidence.text}`);
     if (deps.search)
@@ -198,11 +235,16 @@ export function createSynthesisActivities(deps: SynthesisDependencies): Synthesi
         return { value: { fitting, rationale: fields.value.rationale ?? '' } };
       },
     );
+    const usage = addLlmUsage(guesses.usage, judged.usage);
     if (!judged.value)
-      return verdict(input, 'uniqueness', false, `alternative-answer check: ${unusable(judged.problems)}`, {
-        ...details,
-        prompt: judged.prompt,
-      });
+      return verdict(
+        input,
+        'uniqueness',
+        false,
+        `alternative-answer check: ${unusable(judged.problems)}`,
+        { ...details, prompt: judged.prompt },
+        usage,
+      );
     const { fitting, rationale } = judged.value;
     return verdict(
       input,
@@ -212,6 +254,7 @@ export function createSynthesisActivities(deps: SynthesisDependencies): Synthesi
         ? `none of ${wrongAnswers.length} distinct wrong answers (closed-book, tool-using, model guesses) fits every condition`
         : `${fitting.length} other answers fit every condition: ${fitting.slice(0, 5).join(', ')}`,
       { ...details, alsoCorrect: fitting, rationale, prompt: judged.prompt, passages: passages.length },
+      usage,
     );
   }
 
@@ -365,6 +408,72 @@ export function createSynthesisActivities(deps: SynthesisDependencies): Synthesi
       );
     },
 
+    async evidenceOnlyPrompt({ candidate, distractors, seed }): Promise<EvidenceOnlyPrompt> {
+      const goldIds = new Set(candidate.facts.map((fact) => fact.evidence.documentId));
+      const stored = await documents([...goldIds]);
+      const gold = new Map<string, { documentId: string; gold: boolean; title: string; text: string }>();
+      for (const fact of candidate.facts) {
+        const key = `${fact.evidence.documentId}\u0000${fact.evidence.start}`;
+        if (!gold.has(key))
+          gold.set(key, {
+            documentId: fact.evidence.documentId,
+            gold: true,
+            title: stored.get(fact.evidence.documentId)?.title ?? fact.subjectName,
+            text: fact.evidence.text,
+          });
+      }
+      const others: { documentId: string; gold: boolean; title: string; text: string }[] = [];
+      if (deps.search && distractors > 0) {
+        // Distractors: what a search for the question finds that is not a gold document (best effort: a failed search leaves none).
+        const hits = await deps.search.search(candidate.question, distractors + goldIds.size + 4).catch(() => []);
+        for (const hit of hits) {
+          if (others.length >= distractors) break;
+          if (goldIds.has(hit.documentId) || others.some((other) => other.documentId === hit.documentId)) continue;
+          others.push({
+            documentId: hit.documentId,
+            gold: false,
+            title: hit.title,
+            text: hit.text.replace(/\s+/g, ' ').slice(0, DISTRACTOR_CHARACTERS),
+          });
+        }
+      }
+      const passages = new Random(seed, 0, 'evidence-only').shuffle([...gold.values(), ...others]);
+      return {
+        messages: [
+          { role: 'system', content: `[${evidenceOnlyPromptVersion}] ${EVIDENCE_ONLY_SYSTEM}` },
+          {
+            role: 'user',
+            content: [
+              ...passages.map((passage, index) => `Passage ${index + 1} (${passage.title}): ${passage.text.replace(/\s+/g, ' ')}`),
+              `Question: ${candidate.question}`,
+            ].join('\n'),
+          },
+        ],
+        passages: passages.map(({ documentId, gold: isGold }) => ({ documentId, gold: isGold })),
+      };
+    },
+
+    async checkEvidenceOnly(input) {
+      const answer = extractAnswer(input.reply).slice(0, 300);
+      const passed = closedBookCorrect(input.reply, input.candidate.answer);
+      const goldCount = input.prompt.passages.filter((passage) => passage.gold).length;
+      return verdict(
+        input,
+        'evidence',
+        passed,
+        `${passed ? 'answered' : 'did not answer'} from ${goldCount} gold and ${input.prompt.passages.length - goldCount} distractor passages without tools: ${JSON.stringify(answer.slice(0, 80))}${input.gate ? '' : ' (recorded, not gating)'}`,
+        {
+          answer,
+          reply: input.reply.slice(0, 500),
+          gold: input.candidate.answer,
+          passages: input.prompt.passages,
+          gate: input.gate,
+          prompt: evidenceOnlyPromptVersion,
+          tokens: input.tokens,
+        },
+      );
+    },
+
     async recordCandidate(input) {
       const { candidate, state } = input;
       await deps.store.recordCandidate({
@@ -382,6 +491,7 @@ export function createSynthesisActivities(deps: SynthesisDependencies): Synthesi
           chain: candidate?.state ?? state,
           facts: candidate?.facts ?? [],
           goldTurns: candidate?.goldTurns ?? [],
+          ...(input.llmUsage ? { llmUsage: input.llmUsage } : {}),
         },
         seconds: input.seconds,
         tokens: input.tokens,

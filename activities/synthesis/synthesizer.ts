@@ -5,6 +5,7 @@
  * `settings` reach the actions of the LLM path (its endpoint, its retry bound); the grounded one needs none.
  */
 import type {
+  LlmUsage,
   SynthesisCandidate,
   SynthesisSettings,
   SynthesisState,
@@ -14,6 +15,8 @@ import type {
 export interface ActionOutcome {
   readonly state: SynthesisState | null;
   readonly reason: string;
+  /** The chat-model calls the action made (LLM path), counted into the candidate's tokens. */
+  readonly llmUsage?: LlmUsage;
 }
 
 export interface Synthesizer {
@@ -27,7 +30,10 @@ export interface Synthesizer {
   /** Obscure one literal; the answer stays unique. */
   fuzz(state: SynthesisState, random: { seed: number; round: number; settings?: SynthesisSettings | undefined }): Promise<ActionOutcome>;
   /** Is the candidate still valid (one answer, not in the question)? */
-  verify(state: SynthesisState, settings?: SynthesisSettings): Promise<{ ok: boolean; reason: string }>;
+  verify(state: SynthesisState, settings?: SynthesisSettings): Promise<{ ok: boolean; reason: string; llmUsage?: LlmUsage }>;
   /** The finished candidate: question text, facts with spans, gold solution path. */
-  exit(state: SynthesisState, settings?: SynthesisSettings): Promise<{ candidate: SynthesisCandidate | null; reason: string }>;
+  exit(
+    state: SynthesisState,
+    settings?: SynthesisSettings,
+  ): Promise<{ candidate: SynthesisCandidate | null; reason: string; llmUsage?: LlmUsage }>;
 }

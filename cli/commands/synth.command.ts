@@ -48,6 +48,8 @@ const synthFlags = {
   'settings.llmModel': 'llm-model',
   'settings.llmAttempts': 'llm-attempts',
   'settings.alternativeAnswers': 'alternatives',
+  'settings.evidenceCheck': 'evidence-check',
+  'settings.evidenceDistractors': 'evidence-distractors',
 };
 
 type Services = ReturnType<typeof openServices>;
@@ -93,6 +95,18 @@ export function synthJson(result: SynthesisRunResult): Record<string, unknown> {
     difficulty_distribution: result.difficultyDistribution,
     seconds_per_accepted: result.secondsPerAccepted,
     tokens_per_accepted: result.tokensPerAccepted,
+    seconds_per_candidate: result.secondsPerCandidate,
+    tokens_per_candidate: result.tokensPerCandidate,
+    llm_calls: result.llm.calls,
+    llm_prompt_tokens: result.llm.promptTokens,
+    llm_completion_tokens: result.llm.completionTokens,
+    llm_tokens_per_candidate: result.llm.tokensPerCandidate,
+    evidence_only: {
+      checked: result.evidenceOnly.checked,
+      passed: result.evidenceOnly.passed,
+      pass_rate: result.evidenceOnly.passRate,
+      failed_where_solver_passed: result.evidenceOnly.failedWhereSolverPassed,
+    },
     wall_seconds: result.wallSeconds,
     blob_key: result.blobKey,
     content_hash: result.contentHash,
@@ -115,9 +129,19 @@ function printStatistics(result: SynthesisRunResult): void {
   console.log(
     `  reference solver: median ${result.medianSolverToolCalls} tool calls, ${(100 * result.shareSolverToolCallsAtLeast20).toFixed(0)} % with ≥ 20, pass rate ${result.solverPassRate}`,
   );
+  if (result.evidenceOnly.checked > 0)
+    console.log(
+      `  evidence only (gold + distractor passages, no tools): ${result.evidenceOnly.passed} of ${result.evidenceOnly.checked} answered (pass rate ${result.evidenceOnly.passRate}; ${result.evidenceOnly.failedWhereSolverPassed} not answered that the tool-using solver solved)`,
+    );
   console.log(`  closed-book error lower bounds (accepted): ${JSON.stringify(result.difficultyDistribution)}`);
   console.log(
     `  cost: ${result.secondsPerAccepted} task-seconds and ${result.tokensPerAccepted} tokens per accepted item · ASearcher kept ${ASEARCHER.kept} of ${ASEARCHER.candidates} candidates from ${ASEARCHER.seeds} seeds`,
+  );
+  console.log(
+    `  per candidate: ${result.secondsPerCandidate} task-seconds, ${result.tokensPerCandidate} tokens` +
+      (result.llm.calls > 0
+        ? ` · chat model: ${result.llm.calls} calls, ${result.llm.promptTokens} prompt + ${result.llm.completionTokens} completion tokens (${result.llm.tokensPerCandidate} per candidate)`
+        : ''),
   );
   console.log(`  published ${result.blobKey} (sha256 ${result.contentHash.slice(0, 16)}…)`);
 }
@@ -137,6 +161,8 @@ async function runSynthesis(args: string[]): Promise<number> {
     'llm-model': { type: 'string' },
     'llm-attempts': { type: 'string' },
     alternatives: { type: 'string' },
+    'evidence-check': { type: 'string' },
+    'evidence-distractors': { type: 'string' },
     concurrency: { type: 'string' },
     'dataset-id': { type: 'string' },
     json: { type: 'boolean' },
@@ -153,6 +179,8 @@ async function runSynthesis(args: string[]): Promise<number> {
       llmModel: values['llm-model'],
       llmAttempts: numeric(values['llm-attempts']),
       alternativeAnswers: numeric(values.alternatives),
+      evidenceCheck: values['evidence-check'],
+      evidenceDistractors: numeric(values['evidence-distractors']),
     }).filter(([, value]) => value !== undefined),
   );
   const raw = {
@@ -375,6 +403,7 @@ export const synthCommand: Command = {
   summary: 'synthesize hard questions with provable answers (the data-synthesis agent), audit and list datasets',
   usage: `longhaul synth [--synthesizer grounded|llm] [--count N] [--seed N] [--hops N] [--fuzzes N] [--samples N]
                [--threshold X] [--solver gold|policy] [--solver-attempts N] [--concurrency N] [--dataset-id ID] [--json]
+               [--evidence-check off|record|gate] [--evidence-distractors N]
                [--llm-url URL] [--llm-model NAME] [--llm-attempts N] [--alternatives N]   (--synthesizer llm)
 longhaul synth audit --dataset ID [--sample N] [--seed N] [--out FILE]
 longhaul synth export --dataset ID --out FILE      (ASearcher JSONL: question, answer, source, id, aug_answer)
@@ -398,6 +427,10 @@ Needs the knowledge base of \`longhaul corpus build\`. Same --seed, same knowled
   --alternatives N    distinct wrong answers the llm path's uniqueness check must weigh (default 20)
   --solver MODE       gold: replay the gold path through the real tools (default); policy: the reference
                       policy searches on its own, pass@k over --solver-attempts k
+  --evidence-check M  the evidence-only check (the policy answers from the gold passages plus distractor
+                      passages, no tools): record (default with --synthesizer llm) stores its verdict beside
+                      the solver's, gate also rejects on failure, off (default with grounded) skips it
+  --evidence-distractors N  distractor passages from searching the question (default 4)
   --count N           candidates to run (default 100)     --seed N   random seed (default 0)
   --hops N            chain length to aim for (default 3)   --fuzzes N  obscured literals (default 2)
   --samples N         closed-book samples (default 16)   --threshold X  in [0, 1] (default 0.7)

@@ -152,6 +152,14 @@ export function createOpenAIBackend(options: OpenAIBackendOptions): PolicyBacken
         policyVersion: answer.version,
         finishReason: completion.finishReason === 'length' ? 'length' : 'stop',
         ...(untrainable ? { untrainable } : {}),
+        ...(completion.completionTokens !== undefined || completion.promptTokens !== undefined
+          ? {
+              usage: {
+                promptTokens: completion.promptTokens ?? completion.promptTokenIds.length,
+                completionTokens: completion.completionTokens ?? completion.tokenIds.length,
+              },
+            }
+          : {}),
       };
     },
     /** Asks the server for a few tokens the way trajectories do and looks for token ids and logprobs in the answer. */
@@ -300,6 +308,12 @@ function fromChat(json: unknown): Completion {
   };
 }
 
-function completionTokensOf(usage: { completion_tokens?: number | null } | null | undefined): { completionTokens?: number } {
-  return typeof usage?.completion_tokens === 'number' ? { completionTokens: usage.completion_tokens } : {};
+function completionTokensOf(usage: { prompt_tokens?: number | null; completion_tokens?: number | null } | null | undefined): {
+  completionTokens?: number;
+  promptTokens?: number;
+} {
+  return {
+    ...(typeof usage?.completion_tokens === 'number' ? { completionTokens: usage.completion_tokens } : {}),
+    ...(typeof usage?.prompt_tokens === 'number' ? { promptTokens: usage.prompt_tokens } : {}),
+  };
 }

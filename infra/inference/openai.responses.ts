@@ -5,9 +5,9 @@ const tokenIds = z
   .array(z.number().int())
   .nullish()
   .transform((value) => value ?? undefined);
-/** OpenAI's token counts; only `completion_tokens` is read (servers without token ids still send it, e.g. llama.cpp). */
+/** OpenAI's token counts (servers without token ids still send them, e.g. llama.cpp). */
 const usage = z
-  .object({ completion_tokens: z.number().int().min(0).nullish() })
+  .object({ prompt_tokens: z.number().int().min(0).nullish(), completion_tokens: z.number().int().min(0).nullish() })
   .passthrough()
   .nullish();
 
@@ -70,6 +70,8 @@ export interface Completion {
   readonly promptTokenIds: number[];
   /** The response's `usage.completion_tokens`, when it has one. */
   readonly completionTokens?: number;
+  /** The response's `usage.prompt_tokens`, when it has one. */
+  readonly promptTokens?: number;
 }
 
 /** Token ids from explicit `token_ids`, else from vLLM's "token_id:<n>" token strings; empty when neither. */

@@ -28,6 +28,8 @@ export interface ReplayCall {
   readonly model: string;
   readonly messages: { role: string; content: string }[];
   readonly reply: string;
+  /** The usage the server reported for a 200 with content (prompt 50, completion ⌈length / 4⌉); null for any other reply. */
+  readonly usage: { readonly promptTokens: number; readonly completionTokens: number } | null;
 }
 
 export interface ChatReplayServer {
@@ -71,7 +73,8 @@ export async function startChatReplayServer(options: {
       const prompt = /^\[longhaul\.synth\.([a-z]+)\/\d+\]/.exec(system)?.[1] ?? '';
       const reply: ReplayReply = queues.get(prompt)?.shift() ??
         options.fallback?.[prompt] ?? { status: 404, message: `no recorded reply for prompt "${prompt}"` };
-      calls.push({ prompt, model: body.model, messages: body.messages, reply: JSON.stringify(reply).slice(0, 200) });
+      const usage = 'content' in reply ? { promptTokens: 50, completionTokens: Math.ceil(reply.content.length / 4) } : null;
+      calls.push({ prompt, model: body.model, messages: body.messages, reply: JSON.stringify(reply).slice(0, 200), usage });
       if ('hang' in reply) return; // the client's time limit ends it
       if ('status' in reply)
         return send(reply.status, JSON.stringify({ error: { message: reply.message ?? 'Internal Server Error', type: 'server_error' } }));
@@ -86,9 +89,9 @@ export async function startChatReplayServer(options: {
           model: body.model,
           choices: [{ index: 0, message: { role: 'assistant', content: reply.content }, finish_reason: 'stop' }],
           usage: {
-            prompt_tokens: 50,
-            completion_tokens: Math.ceil(reply.content.length / 4),
-            total_tokens: 50 + Math.ceil(reply.content.length / 4),
+            prompt_tokens: usage!.promptTokens,
+            completion_tokens: usage!.completionTokens,
+            total_tokens: usage!.promptTokens + usage!.completionTokens,
           },
         }),
       );

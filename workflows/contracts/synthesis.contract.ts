@@ -18,7 +18,23 @@ export type SynthesizerName = (typeof synthesizerNames)[number];
 
 /** The checks, in the order a candidate meets them (a candidate stops at its first failed check). */
 export const synthesisChecks = ['quality', 'grounding', 'uniqueness', 'contamination', 'solvability', 'difficulty'] as const;
-export type SynthesisCheck = (typeof synthesisChecks)[number];
+/**
+ * Checks stored beside them that gate acceptance only when a setting says so: `evidence` (the
+ * evidence-only solvability check: gold passages plus distractors, no tools; settings.evidenceCheck).
+ */
+export const recordedChecks = ['evidence'] as const;
+export type SynthesisCheck = (typeof synthesisChecks)[number] | (typeof recordedChecks)[number];
+
+/** The evidence-only check: not run, run and recorded, or run and a failure rejects the candidate. */
+export const evidenceCheckModes = ['off', 'record', 'gate'] as const;
+export type EvidenceCheckMode = (typeof evidenceCheckModes)[number];
+
+/** Chat-model calls of a candidate (the LLM path's actions and judges) and their tokens, from the endpoint's `usage`. */
+export interface LlmUsage {
+  readonly calls: number;
+  readonly promptTokens: number;
+  readonly completionTokens: number;
+}
 
 /** Where a fact is stated: the stored document's text (its pages joined by "\n"), a character span of it, and hashes. */
 export interface Evidence {
@@ -133,6 +149,14 @@ export interface SynthesisSettings {
   readonly llmAttempts: number;
   /** Distinct wrong answers the LLM path's uniqueness check must consider, at least. @default 20 */
   readonly alternativeAnswers: number;
+  /**
+   * The evidence-only check (the reference policy answers from the gold passages plus distractors, no
+   * tools): `record` stores its verdict, `gate` also rejects on failure, `off` skips it.
+   * Absent: `record` on the LLM path, `off` on the grounded path (whose answers are proved).
+   */
+  readonly evidenceCheck?: EvidenceCheckMode;
+  /** Distractor passages (corpus search on the question, not gold documents) beside the gold ones. @default 4 */
+  readonly evidenceDistractors: number;
 }
 
 export const solverModes = ['gold', 'policy'] as const;
@@ -199,6 +223,26 @@ export interface SynthesisStatistics {
   readonly difficultyDistribution: Readonly<Record<string, number>>;
   readonly secondsPerAccepted: number;
   readonly tokensPerAccepted: number;
+  /** Task-seconds and tokens (policy + chat model) per candidate, whatever became of it. */
+  readonly secondsPerCandidate: number;
+  readonly tokensPerCandidate: number;
+  /** The chat model's calls and tokens over the run (the LLM path; zero on the grounded path). */
+  readonly llm: {
+    readonly calls: number;
+    readonly promptTokens: number;
+    readonly completionTokens: number;
+    readonly tokensPerCandidate: number;
+  };
+  /**
+   * The evidence-only check beside the tool-using solver: candidates checked, passed, its pass rate,
+   * and how many it would have rejected (failed) among those the tool-using solver passed.
+   */
+  readonly evidenceOnly: {
+    readonly checked: number;
+    readonly passed: number;
+    readonly passRate: number;
+    readonly failedWhereSolverPassed: number;
+  };
 }
 
 export interface SynthesisRunResult extends SynthesisStatistics {
@@ -216,25 +260,28 @@ export interface SynthesisActivities {
     seed: number;
     taskIndex: number;
     settings?: SynthesisSettings;
-  }): Promise<{ state: SynthesisState | null; reason: string }>;
+  }): Promise<{ state: SynthesisState | null; reason: string; llmUsage?: LlmUsage }>;
   synthesisInject(input: {
     state: SynthesisState;
     seed: number;
     round: number;
     final: boolean;
     settings?: SynthesisSettings;
-  }): Promise<{ state: SynthesisState | null; reason: string }>;
+  }): Promise<{ state: SynthesisState | null; reason: string; llmUsage?: LlmUsage }>;
   synthesisFuzz(input: {
     state: SynthesisState;
     seed: number;
     round: number;
     settings?: SynthesisSettings;
-  }): Promise<{ state: SynthesisState | null; reason: string }>;
-  synthesisVerify(input: { state: SynthesisState; settings?: SynthesisSettings }): Promise<{ ok: boolean; reason: string }>;
+  }): Promise<{ state: SynthesisState | null; reason: string; llmUsage?: LlmUsage }>;
+  synthesisVerify(input: {
+    state: SynthesisState;
+    settings?: SynthesisSettings;
+  }): Promise<{ ok: boolean; reason: string; llmUsage?: LlmUsage }>;
   synthesisExit(input: {
     state: SynthesisState;
     settings?: SynthesisSettings;
-  }): Promise<{ candidate: SynthesisCandidate | null; reason: string }>;
+  }): Promise<{ candidate: SynthesisCandidate | null; reason: string; llmUsage?: LlmUsage }>;
   checkQuality(input: CheckInput): Promise<CheckVerdict>;
   checkGrounding(input: CheckInput): Promise<CheckVerdict>;
   /**
@@ -248,6 +295,12 @@ export interface SynthesisActivities {
   /** `mode` policy: a run solves it with reward 1 (the documents it read are recorded, not required). @default gold */
   checkSolvability(input: CheckInput & { attempts: readonly SolverAttempt[]; mode?: SolverMode }): Promise<CheckVerdict>;
   checkDifficulty(input: CheckInput & { samples: readonly string[]; threshold: number; solverPassRate: number }): Promise<CheckVerdict>;
+  /** The evidence-only prompt: the gold passages (each fact's span) and `distractors` corpus passages on the question, shuffled by `seed`. */
+  evidenceOnlyPrompt(input: CheckInput & { distractors: number; seed: number }): Promise<EvidenceOnlyPrompt>;
+  /** Scores the policy's `reply` to the evidence-only prompt and stores the `evidence` verdict (its answer, the passages). */
+  checkEvidenceOnly(
+    input: CheckInput & { prompt: EvidenceOnlyPrompt; reply: string; gate: boolean; tokens: number },
+  ): Promise<CheckVerdict>;
   recordCandidate(input: RecordCandidateInput): Promise<void>;
   publishDataset(input: { datasetId: string; count: number }): Promise<SynthesisRunResult>;
 }
@@ -262,7 +315,16 @@ export interface RecordCandidateInput {
   readonly candidate: SynthesisCandidate | null;
   readonly state: SynthesisState | null;
   readonly seconds: number;
+  /** Every token the candidate cost: the policy's generated tokens plus the chat model's prompt and completion tokens. */
   readonly tokens: number;
+  /** The LLM path's chat-model calls and their tokens (part of `tokens`). */
+  readonly llmUsage?: LlmUsage;
+}
+
+/** What the evidence-only check shows the policy: messages, and where each passage came from. */
+export interface EvidenceOnlyPrompt {
+  readonly messages: readonly { readonly role: 'system' | 'user'; readonly content: string }[];
+  readonly passages: readonly { readonly documentId: string; readonly gold: boolean }[];
 }
 
 export interface CheckInput {
@@ -275,6 +337,8 @@ export interface CheckVerdict {
   readonly passed: boolean;
   readonly reason: string;
   readonly details: Readonly<Record<string, unknown>>;
+  /** Chat-model calls the check made (the LLM path's uniqueness judge). */
+  readonly llmUsage?: LlmUsage;
 }
 
 /** One tool-using solver run (a trajectory child), as the solvability check reads it. */

@@ -1,5 +1,5 @@
 /** Validation and defaults of the synthesis workflows' input (pure: runs inside the workflows and in the CLI's preflight). */
-import { solverModes, synthesizerNames, type SynthesisSettings, type SynthesizerName } from './synthesis.contract.js';
+import { evidenceCheckModes, solverModes, synthesizerNames, type SynthesisSettings, type SynthesizerName } from './synthesis.contract.js';
 import {
   InputError,
   enumField,
@@ -26,6 +26,8 @@ const SETTINGS_FIELDS = [
   'llmModel',
   'llmAttempts',
   'alternativeAnswers',
+  'evidenceCheck',
+  'evidenceDistractors',
 ] as const;
 
 /** An http(s) URL of an OpenAI-compatible server, ending in /v1 (pure: no URL global in the workflow sandbox needed). */
@@ -53,6 +55,8 @@ export function parseSynthesisSettings(value: Fields): SynthesisSettings {
     ...(value.llmModel === undefined ? {} : { llmModel: stringField(value, 'llmModel', { maxLength: 200 }) }),
     llmAttempts: integerField(value, 'llmAttempts', { min: 1, max: 8, default: 2 }),
     alternativeAnswers: integerField(value, 'alternativeAnswers', { min: 1, max: 200, default: 20 }),
+    ...(value.evidenceCheck === undefined ? {} : { evidenceCheck: enumField(value, 'evidenceCheck', evidenceCheckModes, 'record') }),
+    evidenceDistractors: integerField(value, 'evidenceDistractors', { min: 0, max: 20, default: 4 }),
   };
 }
 
