@@ -46,8 +46,10 @@ export interface TemporalRun {
   /** Where a turn's time goes: p50 ms of each step between consecutive history events (DESIGN §5). */
   breakdown_ms_p50: Record<string, number>;
   workflow_tasks_per_turn: number;
-  /** CPU milliseconds per turn of each process on the path. */
+  /** CPU milliseconds per turn of each process on the path, from the workers' start to the trajectory's end. */
   cpu_ms_per_turn: CpuPerTurn;
+  /** CPU ms this process spent creating the workers (loading the workflow bundle in the workflow thread): once per run, not per turn. */
+  worker_start_cpu_ms: number;
 }
 
 /** What `--compare` runs beside the defaults, in the same invocation (docs/BENCHMARKS.md). */
@@ -73,6 +75,8 @@ export interface OverheadResult {
   workflow_tasks_per_turn: number;
   /** CPU milliseconds per turn of each process on the path, baseline and Temporal phases apart. */
   cpu_ms_per_turn: { baseline: CpuPerTurn; temporal: CpuPerTurn };
+  /** CPU ms this process spent creating the workers, once per run (not in cpu_ms_per_turn). */
+  worker_start_cpu_ms: number;
   /** With --compare: the same trajectory under each variant, run after the defaults in this invocation. */
   variants?: Partial<Record<OverheadVariant, TemporalRun>>;
   /** /proc/loadavg when the run started: a loaded machine inflates every figure. */
@@ -82,8 +86,35 @@ export interface OverheadResult {
 interface CpuPerTurn {
   /** This process: workers, activities, payload codec (and the plain loop itself). */
   benchmark: number;
+  /**
+   * The same, by thread (Linux /proc/self/task; null elsewhere): `main` (activities, S3 client, the SDK's
+   * worker loop and payload conversion), `workflow_threads` (threads started during the run: the SDK's
+   * workflow sandbox thread), `sdk_core` (SDK Core's tokio threads: gRPC, state machines), `other` (V8's
+   * GC and compiler threads, libuv's pool).
+   */
+  benchmark_threads: Record<'main' | 'workflow_threads' | 'sdk_core' | 'other', number> | null;
   temporal_server: number | null;
   blob_store: number | null;
+}
+
+/** CPU ms so far of each thread of this process, by thread id, with its name (null where /proc is missing). */
+function threadCpu(): Map<string, { name: string; ms: number }> | null {
+  try {
+    const threads = new Map<string, { name: string; ms: number }>();
+    for (const tid of fs.readdirSync('/proc/self/task')) {
+      try {
+        const stat = fs.readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+        const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+        const fields = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
+        threads.set(tid, { name, ms: (Number(fields[11]) + Number(fields[12])) * 10 });
+      } catch {
+        // the thread ended between the listing and the read
+      }
+    }
+    return threads;
+  } catch {
+    return null;
+  }
 }
 
 /**
@@ -102,13 +133,49 @@ function cpuSnapshot(home: string, serverHome = home) {
     }
   };
   const own = process.cpuUsage();
-  return { benchmark: (own.user + own.system) / 1000, temporal_server: ofPid('temporal', serverHome), blob_store: ofPid('s3') };
+  return {
+    benchmark: (own.user + own.system) / 1000,
+    threads: threadCpu(),
+    temporal_server: ofPid('temporal', serverHome),
+    blob_store: ofPid('s3'),
+  };
 }
 
-function cpuPerTurn(before: ReturnType<typeof cpuSnapshot>, after: ReturnType<typeof cpuSnapshot>, turns: number): CpuPerTurn {
+/** Per-thread CPU between two snapshots, grouped (see CpuPerTurn.benchmark_threads); threads that ended are not counted. */
+function threadsPerTurn(
+  before: ReturnType<typeof threadCpu>,
+  after: ReturnType<typeof threadCpu>,
+  turns: number,
+  /** Threads that ran before the workers were created (the others are the workers' own). */
+  existing: ReturnType<typeof threadCpu> = before,
+) {
+  if (!before || !after || !existing) return null;
+  const groups = { main: 0, workflow_threads: 0, sdk_core: 0, other: 0 };
+  for (const [tid, { name, ms }] of after) {
+    const earlier = before.get(tid);
+    const spent = ms - (earlier?.ms ?? 0);
+    const group =
+      tid === String(process.pid) ? 'main' : name.startsWith('tokio') ? 'sdk_core' : existing.has(tid) ? 'other' : 'workflow_threads';
+    groups[group] += spent;
+  }
+  return {
+    main: round(groups.main / turns, 1),
+    workflow_threads: round(groups.workflow_threads / turns, 1),
+    sdk_core: round(groups.sdk_core / turns, 1),
+    other: round(groups.other / turns, 1),
+  };
+}
+
+function cpuPerTurn(
+  before: ReturnType<typeof cpuSnapshot>,
+  after: ReturnType<typeof cpuSnapshot>,
+  turns: number,
+  existingThreads: ReturnType<typeof threadCpu> = before.threads,
+): CpuPerTurn {
   const per = (a: number | null, b: number | null) => (a === null || b === null ? null : round((b - a) / turns, 1));
   return {
     benchmark: round((after.benchmark - before.benchmark) / turns, 1),
+    benchmark_threads: threadsPerTurn(before.threads, after.threads, turns, existingThreads),
     temporal_server: per(before.temporal_server, after.temporal_server),
     blob_store: per(before.blob_store, after.blob_store),
   };
@@ -265,6 +332,7 @@ export async function runOverheadBenchmark(
       breakdown_ms_p50: main.breakdown_ms_p50,
       workflow_tasks_per_turn: main.workflow_tasks_per_turn,
       cpu_ms_per_turn: { baseline: cpuPerTurn(baselineCpu, baselineCpuEnd, turns), temporal: main.cpu_ms_per_turn },
+      worker_start_cpu_ms: main.worker_start_cpu_ms,
       ...(options.compare?.length ? { variants } : {}),
       loadavg,
     };
@@ -296,7 +364,7 @@ interface TrajectoryRunInput {
 async function runTrajectoryThroughTemporal(run: TrajectoryRunInput): Promise<TemporalRun> {
   const { config, client, prefix, turns } = run;
   run.log(`temporal: ${turns} turns through the trajectory workflow at ${config.temporal.address}…`);
-  const before = cpuSnapshot(run.stackHome, config.home);
+  const beforeStart = cpuSnapshot(run.stackHome, config.home);
   const agent = await createInProcessAgent({
     config,
     blobs: run.blobs,
@@ -306,9 +374,12 @@ async function runTrajectoryThroughTemporal(run: TrajectoryRunInput): Promise<Te
     ...(run.localTools ? { localTools: run.localTools } : {}),
     prefix,
   });
+  // Per-turn CPU counts from here: creating the workers (the workflow thread loading the bundle) is a one-off, reported apart.
+  const before = cpuSnapshot(run.stackHome, config.home);
   const workflowId = `${prefix}trajectory`;
-  await agent.run(() =>
-    client.workflow.execute(trajectoryWorkflowType, {
+  let after = before;
+  await agent.run(async () => {
+    await client.workflow.execute(trajectoryWorkflowType, {
       taskQueue: taskQueueName('agent', prefix),
       workflowId,
       args: [
@@ -320,9 +391,10 @@ async function runTrajectoryThroughTemporal(run: TrajectoryRunInput): Promise<Te
           options: { localTools: run.localTools !== undefined },
         },
       ],
-    }),
-  );
-  const after = cpuSnapshot(run.stackHome, config.home);
+    });
+    // Before the workers stop: their threads' CPU is gone once they end.
+    after = cpuSnapshot(run.stackHome, config.home);
+  });
   const handle = client.workflow.getHandle(workflowId);
   const history = await handle.fetchHistory();
   const described = await handle.describe();
@@ -340,7 +412,8 @@ async function runTrajectoryThroughTemporal(run: TrajectoryRunInput): Promise<Te
     history_events: described.historyLength,
     breakdown_ms_p50: breakdown,
     workflow_tasks_per_turn: round(workflowTasks / turns),
-    cpu_ms_per_turn: cpuPerTurn(before, after, turns),
+    cpu_ms_per_turn: cpuPerTurn(before, after, turns, beforeStart.threads),
+    worker_start_cpu_ms: round(before.benchmark - beforeStart.benchmark, 0),
   };
 }
 

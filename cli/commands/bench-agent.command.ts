@@ -27,7 +27,7 @@ ${Object.entries(overheadVariants)
   .map(([name, what]) => `                  ${name}: ${what}`)
   .join('\n')}
   --json        last line: {"turns","per_turn_overhead_ms_p50","baseline_per_turn_ms_p50","temporal_per_turn_ms_p50","history_bytes",
-                "breakdown_ms_p50","cpu_ms_per_turn","variants":{…},…}`,
+                "breakdown_ms_p50","cpu_ms_per_turn" (per process; this one also by thread),"worker_start_cpu_ms","variants":{…},…}`,
   async run(args: string[]): Promise<number> {
     const { values } = parseFlags(args, { turns: { type: 'string' }, compare: { type: 'boolean' }, json: { type: 'boolean' } });
     const turns = integerFlag(values.turns, 'turns', 200, 2, 10_000);
