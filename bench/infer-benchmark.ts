@@ -3,7 +3,8 @@
  * time (each sequence's time per token) and resident memory against the number of concurrent
  * sequences, with continuous batching (gpu/infer/batch-decoder.ts: one session run per decode step
  * for every sequence) and, with `unbatched`, the same run before batching (each sequence its own
- * session run per token, runs one at a time). Greedy decoding on the ONNX graph; all sequences are
+ * session run per token, runs one at a time). Greedy decoding on the ONNX graph, each token chosen by the
+ * policy's own sampler (sampling.ts: the argmax and its logprob, as the onnx policy records it); all sequences are
  * prefilled first, then decode together, so the decode figures are not mixed with prefill. With
  * `baselineModelDir`, a second prepared folder's batched curve is measured at each point beside it.
  * Run: `longhaul bench infer --json`.
@@ -13,6 +14,7 @@ import path from 'node:path';
 import { BatchDecoder, type RunReport } from '../gpu/infer/batch-decoder.js';
 import { OnnxModel, type ExecutionProvider, type KeyValueCache } from '../gpu/infer/onnx-model.js';
 import { readManifest, type ModelManifest } from '../gpu/infer/model-files.js';
+import { chooseToken } from '../gpu/infer/sampling.js';
 import { BpeTokenizer } from '../gpu/infer/tokenizer.js';
 
 export interface InferBenchmarkOptions {
@@ -39,6 +41,8 @@ export interface CurvePoint {
   readonly p50_token_interval_ms: number;
   /** Process CPU time (all threads) per decode token: the work a token costs, less sensitive to other load than wall time. */
   readonly decode_cpu_ms_per_token: number;
+  /** Time the policy's sampler took per decode token (greedy choice and its logprob over the vocabulary), on the event loop between steps. */
+  readonly sampling_ms_per_token: number;
   /** Prompt tokens of all sequences per second of the prefill phase. */
   readonly prefill_tokens_per_s: number;
   /** Peak resident memory of the process while this point was measured. */
@@ -49,10 +53,15 @@ const megabytes = (bytes: number) => Math.round(bytes / 1048576);
 const round = (value: number, digits = 1) => Math.round(value * 10 ** digits) / 10 ** digits;
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
 
-function argmax(row: Float32Array): number {
-  let best = 0;
-  for (let index = 1; index < row.length; index += 1) if (row[index]! > row[best]!) best = index;
-  return best;
+/** The policy's greedy choice (token and logprob, as onnx.backend.ts records them), timed. */
+class Sampler {
+  ms = 0;
+  choose(row: Float32Array): number {
+    const started = performance.now();
+    const { tokenId } = chooseToken(row, { temperature: 0, topP: 1, random: Math.random });
+    this.ms += performance.now() - started;
+    return tokenId;
+  }
 }
 
 /** A prompt of exactly `count` tokens (real text, repeated), distinct per sequence. */
@@ -94,6 +103,7 @@ interface PrefilledSequence {
 async function measurePhases(
   prompts: number[][],
   decodeTokens: number,
+  sampler: Sampler,
   prefill: (prompt: number[]) => Promise<PrefilledSequence>,
 ): Promise<PhaseFigures> {
   const intervals: number[] = [];
@@ -109,6 +119,7 @@ async function measurePhases(
     if (prefilled === prompts.length) {
       prefillEnded = performance.now();
       cpuAtDecode = process.cpuUsage();
+      sampler.ms = 0;
       releaseDecode();
     }
     await allPrefilled;
@@ -129,6 +140,7 @@ async function measurePhases(
     decode_tokens_per_s: round((prompts.length * decodeTokens) / ((ended - prefillEnded) / 1000)),
     p50_token_interval_ms: round(median(intervals)),
     decode_cpu_ms_per_token: round((cpu.user + cpu.system) / 1000 / (prompts.length * decodeTokens)),
+    sampling_ms_per_token: round(sampler.ms / (prompts.length * decodeTokens), 2),
     prefill_tokens_per_s: round(prefillTokens / ((prefillEnded - started) / 1000)),
   };
 }
@@ -141,12 +153,13 @@ async function measureBatched(
 ): Promise<Omit<CurvePoint, 'rss_mb' | 'concurrency'>> {
   const runs: RunReport[] = [];
   const decoder = new BatchDecoder({ model, maxBatchSize: Math.max(32, prompts.length), onRun: (run) => runs.push(run) });
-  const figures = await measurePhases(prompts, decodeTokens, async (prompt) => {
+  const sampler = new Sampler();
+  const figures = await measurePhases(prompts, decodeTokens, sampler, async (prompt) => {
     const { sequence: handle, logits } = await decoder.prefill(prompt);
-    let token = argmax(logits);
+    let token = sampler.choose(logits);
     return {
       next: async () => {
-        token = argmax(await decoder.decode(handle, token));
+        token = sampler.choose(await decoder.decode(handle, token));
       },
       done: () => decoder.release(handle),
     };
@@ -163,10 +176,11 @@ async function measureUnbatched(
 ): Promise<Omit<CurvePoint, 'rss_mb' | 'concurrency'>> {
   const steps: number[] = [];
   let previousEnd = 0;
-  const figures = await measurePhases(prompts, decodeTokens, async (prompt) => {
+  const sampler = new Sampler();
+  const figures = await measurePhases(prompts, decodeTokens, sampler, async (prompt) => {
     const prefill = await model.step(prompt, model.emptyCache());
     previousEnd = performance.now();
-    let token = argmax(model.row(prefill.logits, 0));
+    let token = sampler.choose(model.row(prefill.logits, 0));
     let cache: KeyValueCache = prefill.cache;
     return {
       next: async () => {
@@ -177,7 +191,7 @@ async function measureUnbatched(
         steps.push(now - Math.max(stepStarted, previousEnd));
         previousEnd = now;
         cache = next.cache;
-        token = argmax(model.row(next.logits, 0));
+        token = sampler.choose(model.row(next.logits, 0));
       },
     };
   });

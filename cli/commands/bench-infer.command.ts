@@ -19,7 +19,8 @@ export const inferBenchmark = {
   continuous batching (one session run per step for all of them).
 
   --prompt-tokens N   prompt length per sequence (default 512)
-  --decode-tokens N   greedy tokens decoded per sequence after the prompt (default 64)
+  --decode-tokens N   greedy tokens decoded per sequence after the prompt (default 64), each chosen by the
+                      policy's sampler (argmax and its logprob; its time: "sampling_ms_per_token")
   --concurrency LIST  comma-separated numbers of concurrent sequences (default 1,2,4,8,16,32)
   --unbatched         also measure each point without batching (one session run per sequence and token,
                       as before continuous batching), side by side in the same run: "unbatched_curve"
@@ -27,7 +28,7 @@ export const inferBenchmark = {
                       also measure the batched curve of a second prepared folder (e.g. one prepared by an
                       older version, format 2), point by point in the same run: "baseline":{"curve":[…]}
   --json              last line: {"curve":[{"concurrency","decode_tokens_per_s","p50_step_ms","p50_token_interval_ms",
-                      "decode_cpu_ms_per_token","prefill_tokens_per_s","rss_mb"}],"unbatched_curve":[…],"load_average",…}`,
+                      "decode_cpu_ms_per_token","sampling_ms_per_token","prefill_tokens_per_s","rss_mb"}],"unbatched_curve":[…],"load_average",…}`,
   async run(args: string[]): Promise<number> {
     const { values } = parseFlags(args, {
       'model-dir': { type: 'string' },
