@@ -331,11 +331,12 @@ export class BatchDecoder {
       return;
     }
     const vocab = this.model.manifest.vocabSize;
+    // Views, not copies: each run's logits are a fresh array that nothing writes to afterwards.
     members.forEach((member, index) => {
       if (tokens[index]!.length === 0) return;
       const waiter = member.waiter;
       member.waiter = undefined;
-      waiter?.resolve(logits.slice(index * vocab, (index + 1) * vocab));
+      waiter?.resolve(logits.subarray(index * vocab, (index + 1) * vocab));
     });
   }
 
