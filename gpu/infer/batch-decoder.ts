@@ -118,7 +118,6 @@ export class BatchDecoder {
     signal?: AbortSignal,
   ): Promise<{ sequence: DecoderSequence; logits: Float32Array }> {
     if (this.closed) return Promise.reject(new Error('the policy model is closed'));
-    if (signal?.aborted) return Promise.reject(new PrefillAbortedError());
     if (tokenIds.length === 0) return Promise.reject(new Error('prefill needs at least one token'));
     const sequence: Sequence = {
       id: (this.nextId += 1),
@@ -134,7 +133,7 @@ export class BatchDecoder {
       released: false,
     };
     return new Promise((resolve, reject) => {
-      // An aborted caller (its activity timed out or was cancelled) leaves the queue, or the prompt's
+      // (The caller checked `signal.aborted` just before.) An aborted caller (its activity timed out or was cancelled) leaves the queue, or the prompt's
       // remaining chunks, at once: under load, retried attempts would otherwise pile up prompts that
       // are prefilled for nobody and slow every live sequence further.
       const onAbort = () => {

@@ -26,7 +26,9 @@ function abortAfterChecks(checks: number): AbortSignal {
       reads += 1;
       return reads >= checks;
     },
-  } as AbortSignal;
+    addEventListener: () => undefined,
+    removeEventListener: () => undefined,
+  } as unknown as AbortSignal;
 }
 
 describe('the onnx policy backend on the tiny model', () => {
