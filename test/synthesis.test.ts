@@ -13,6 +13,8 @@ import { wilsonLowerBound } from '../activities/synthesis/checks.js';
 import { synthesisDependencies } from '../composition/queue-activities.js';
 import { createPgSynthesisStore } from '../infra/postgres/synthesis-store.pg.js';
 import { synthesisRunWorkflowType, type SynthesisCandidate, type SynthesisRunResult } from '../workflows/contracts/synthesis.contract.js';
+import type { PolicyBackend } from '../activities/ports/policy.port.js';
+import { createScriptedPolicy } from './doubles/scripted-policy.js';
 import { openContext, uniquePrefix, type TestContext } from './helpers/stack.js';
 import { evaluationSetIndex, startSynthesisAgent, type SynthesisAgent, type SynthesisCorpus } from './helpers/synthesis.js';
 
@@ -23,9 +25,20 @@ describe('the data-synthesis agent', () => {
   let agent: SynthesisAgent;
   let run: SynthesisRunResult;
 
+  // The solvability replay takes the gold turns as they are: the policy is never asked to score forced text.
+  const scripted = createScriptedPolicy();
+  let forcedRequests = 0;
+  const countingForced: PolicyBackend = {
+    ...scripted,
+    generate(request, signal) {
+      if (request.forcedText !== undefined) forcedRequests += 1;
+      return scripted.generate(request, signal);
+    },
+  };
+
   before(async () => {
     context = await openContext(prefix);
-    agent = await startSynthesisAgent(context, 'synth');
+    agent = await startSynthesisAgent(context, 'synth', { backend: countingForced });
     corpus = agent.corpus;
   });
   after(async () => {
@@ -72,6 +85,14 @@ describe('the data-synthesis agent', () => {
       const dataset = await store.dataset(`${prefix}ds`);
       assert.equal(dataset?.status, 'published');
       assert.equal(dataset?.contentHash, run.contentHash);
+      assert.equal(forcedRequests, 0, 'the gold replay asked the policy to score no forced turn');
+      const accepted = (await store.candidates(`${prefix}ds`)).find((row) => row.accepted);
+      const solver = (await store.verdicts([accepted!.workflowId])).find((verdict) => verdict.check === 'solvability')!;
+      const [attempt] = solver.details.attempts as { trajectoryId: string }[];
+      const record = JSON.parse((await context.blobs.get(`trajectories/${attempt!.trajectoryId}/record.json`)).toString('utf8')) as {
+        trainable: boolean;
+      };
+      assert.equal(record.trainable, false, 'an unscored replay has no token ids: its record says it cannot be trained on');
     },
   );
 

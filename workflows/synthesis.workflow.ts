@@ -177,6 +177,9 @@ export async function synthesizeQuestion(raw: SynthesizeQuestionInput): Promise<
       dataset: input.datasetId,
       runId: input.datasetId,
       ...(goldReplay ? { forcedTurns: candidate.goldTurns } : {}),
+      // Since the patch the replay does not ask the policy to score the gold turns (a forward pass per turn,
+      // ~30 s a task under load): solvability reads only the tool observations and the answer.
+      ...(goldReplay && patched('synthesis-solver-unscored') ? { scoreForcedTurns: false } : {}),
       limits: goldReplay
         ? { maxTurns: candidate.goldTurns.length + 2, maxNewTokensPerTurn: 1024 }
         : { maxTurns: settings.solverMaxTurns, maxNewTokensPerTurn: 1024 },

@@ -191,7 +191,9 @@ async function episode(raw: TrajectoryInput): Promise<TrajectoryResult> {
             temperature: input.options.temperature,
             seed: input.options.seed,
             policyVersion: state.policyVersion,
-            ...(state.turn < input.forcedTurns.length ? { forcedText: input.forcedTurns[state.turn] } : {}),
+            ...(state.turn < input.forcedTurns.length
+              ? { forcedText: input.forcedTurns[state.turn], ...(input.scoreForcedTurns ? {} : { forcedUnscored: true }) }
+              : {}),
             prompt: {
               protocol: input.options.protocol,
               contextMode: input.options.contextMode,

@@ -91,6 +91,35 @@ export function createTurnGenerator({ blobs, backend }: AgentTurnDependencies) {
     if (done) return summarizeGeneration(done);
     const segments = await loadContext(id, turn - 1);
     const prompt = buildPrompt(input.question, segments, input.prompt);
+    if (input.forcedText !== undefined && input.forcedUnscored === true) {
+      // Teacher forcing without the policy (the synthesizer's solvability replay): no forward pass, so no
+      // token ids or logprobs; the record says so (untrainable), with the token count estimated from the text.
+      const record: GenerationRecord = {
+        turn,
+        text: input.forcedText,
+        promptChars: prompt.length,
+        promptTokenIds: [],
+        tokenIds: [],
+        logprobs: [],
+        tokenVersions: [],
+        policyVersion: input.policyVersion,
+        finishReason: 'stop',
+        action: parseAction(input.forcedText, {
+          protocol: input.prompt.protocol,
+          tools: input.prompt.tools,
+          maxCallsPerTurn: input.maxCallsPerTurn,
+        }),
+        interruptions: 0,
+        temperature: input.temperature,
+        untrainable: {
+          missing: ['tokenIds', 'logprobs'],
+          generatedTokens: Math.ceil(input.forcedText.length / 4),
+          countedFrom: 'estimate',
+        },
+      };
+      await writeJson(blobs, transcriptKeys.generation(id, turn), record);
+      return summarizeGeneration(record);
+    }
     const partial = await readJson<PartialGeneration>(blobs, transcriptKeys.partial(id, turn));
     let result: GenerateResult = await backend.generate(
       {

@@ -11,6 +11,7 @@ import { buildToolRegistry } from '../../composition/tool-registry.js';
 import { createInProcessAgent } from '../../composition/in-process-agent.js';
 import { createPgToolCallStore } from '../../infra/search/tool-call-store.pg.js';
 import { createScriptedPolicy } from '../doubles/scripted-policy.js';
+import type { PolicyBackend } from '../../activities/ports/policy.port.js';
 import type { TestContext } from './stack.js';
 
 export interface SynthesisCorpus {
@@ -59,7 +60,7 @@ export interface SynthesisAgent {
 export async function startSynthesisAgent(
   context: TestContext,
   label: string,
-  options: { readonly synthesisLlm?: Config['synthesisLlm'] } = {},
+  options: { readonly synthesisLlm?: Config['synthesisLlm']; readonly backend?: PolicyBackend } = {},
 ): Promise<SynthesisAgent> {
   const corpus = await synthesisCorpus(context.config, label);
   const registry = buildToolRegistry(context.config, corpus.pool);
@@ -67,7 +68,7 @@ export async function startSynthesisAgent(
     config: context.config,
     blobs: context.blobs,
     pool: corpus.pool,
-    backend: createScriptedPolicy(),
+    backend: options.backend ?? createScriptedPolicy(),
     tools: createToolActivities({ registry: registry.registry, store: createPgToolCallStore(corpus.pool) }),
     prefix: context.config.taskQueuePrefix,
     contamination: evaluationSetIndex(['What is the capital of Atlantis, the sunken island?']),

@@ -30,6 +30,8 @@ export interface GenerateTurnInput {
   readonly policyVersion: number;
   /** Teacher forcing: this turn's output is this text, scored by the policy instead of sampled. */
   readonly forcedText?: string;
+  /** With forcedText: take it as the output without the policy (no token ids, no logprobs: untrainable). */
+  readonly forcedUnscored?: boolean;
 }
 
 export interface GenerateTurnResult {

@@ -89,6 +89,13 @@ export interface TrajectoryInput {
    */
   readonly forcedTurns?: readonly string[];
   /**
+   * Whether the policy scores the forced turns (token ids and behaviour logprobs under the serving
+   * version, one forward pass each). False: the forced text is taken as the turn's output without
+   * asking the policy (the record has no token ids: the trajectory cannot be trained on); the
+   * synthesizer's solvability replay needs only the tool observations and the answer. @default true
+   */
+  readonly scoreForcedTurns?: boolean;
+  /**
    * Frozen tool observations (evaluations): each call's observation is looked up by (scope, tool,
    * normalised input, corpus version) and stored on first sight, so a reproduction that names the
    * same scope sees exactly the observations of the original.

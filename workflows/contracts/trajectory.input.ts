@@ -38,6 +38,7 @@ export interface NormalizedTrajectoryInput {
   /** The format term's weight in "f1_format". */
   readonly rewardFormatWeight: number;
   readonly forcedTurns: readonly string[];
+  readonly scoreForcedTurns: boolean;
   readonly frozenObservations?: FrozenObservations;
   readonly forkOf?: ForkLineage;
 }
@@ -122,6 +123,7 @@ export function parseTrajectoryInput(raw: unknown): NormalizedTrajectoryInput {
     'rewardMetric',
     'rewardFormatWeight',
     'forcedTurns',
+    'scoreForcedTurns',
     'frozenObservations',
     'forkOf',
     'carried',
@@ -139,6 +141,7 @@ export function parseTrajectoryInput(raw: unknown): NormalizedTrajectoryInput {
     rewardMetric: enumField(input, 'rewardMetric', rewardMetrics, 'f1'),
     rewardFormatWeight: numberField(input, 'rewardFormatWeight', { min: 0, max: 1, default: 0.1 }),
     forcedTurns: forcedTurnsField(input),
+    scoreForcedTurns: booleanField(input, 'scoreForcedTurns', true),
     ...(input.frozenObservations === undefined
       ? {}
       : { frozenObservations: nestedField(input, 'frozenObservations', parseFrozenObservations) }),
