@@ -49,6 +49,8 @@ export interface SynthesizedSet {
   readonly accepted: number;
   readonly rejectionsByReason: Readonly<Record<string, number>>;
   readonly wallSeconds: number;
+  /** Set when the dataset was made by an earlier demo run and reused (cli/demo/synthesis-cache.ts): that run's id. */
+  readonly reusedFrom?: string;
 }
 
 /** One synthesisRun per hop count (`<run>-synth-h<hops>`), followed with a progress bar. */
