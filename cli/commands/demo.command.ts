@@ -34,8 +34,28 @@ import { followWarmStart } from './warm-start.command.js';
 import { resolveDataset } from './eval.command.js';
 import { describeProgress, pendingActivityProgress } from '../activity-progress.js';
 import { writeReport } from '../report/write-report.js';
-import { createManifest, checkRunId, DemoPhases, newRunId, readManifest, startOrAttach, type DemoManifest } from '../demo/manifest.js';
-import { demoFlagOptions, demoPlan, presets, probeTrajectory, type DemoFlagValues, type DemoPlan } from '../demo/plan.js';
+import {
+  createManifest,
+  checkRunId,
+  DemoPhases,
+  newRunId,
+  readManifest,
+  stageTable,
+  startOrAttach,
+  type DemoManifest,
+} from '../demo/manifest.js';
+import {
+  demoFlagOptions,
+  demoPlan,
+  demoRolloutTemperature,
+  presets,
+  probeTrajectory,
+  rolloutTemperature,
+  type DemoFlagValues,
+  type DemoPlan,
+} from '../demo/plan.js';
+import { synthesisCacheKey, synthesizeOrReuse } from '../demo/synthesis-cache.js';
+import { searchCorpusVersion } from '../../infra/postgres/evaluation-store.pg.js';
 import { inBand, pairedDifference, splitQuestions, type DemoSplit, type PairedDifference } from '../demo/split.js';
 import {
   evaluate,
@@ -182,26 +202,37 @@ From nothing, on a 2-core machine with no GPU. Stages (each a durable workflow; 
      held-out set, a warm-start set (its gold paths) and training candidates. Whole answer groups go
      to one side, and every held-out question is checked against the trained ones with the
      contamination index (equal text or ≥ 60 % shared word 6-grams): an overlapping one is dropped.
+     A published dataset never changes, so a later run with the same corpus, policy version,
+     synthesis settings and seed reuses it ("synthesis: reused dataset X (made by run Y)");
+     --fresh-synthesis synthesizes anyway.
   3. evaluation of the base policy (the evaluation workflow: Avg@k with a 95 % bootstrap interval)
   4. warm start: SFT on the gold paths (the warmStart workflow), then evaluation again
-  5. the learnable band: k samples per training candidate at the RL temperature (T = 1) through
-     the evaluation workflow; RL trains on those with LOW < pass rate < HIGH (default 0 < p < 1),
-     since a question always or never solved gives a group with zero advantage
-  6. async RL (the learner workflow; rollouts sample at T = 1), then evaluation again
+  5. the learnable band LOW < pass rate < HIGH (default 0 < p < 1: a question always or never
+     solved gives a group with zero advantage). The default demo applies it online: the learner's
+     curriculum retires a question once its groups pass at ≥ HIGH (mastered) or ≤ LOW (too hard)
+     and the next one enters, so no separate probe runs. --full (or --band-probe) first probes
+     every candidate with k samples at the RL temperature through the evaluation workflow and
+     starts RL on the band (then the harder ones).
+  6. async RL (the learner workflow), then evaluation again. Rollouts and the probe sample at one
+     temperature, T = ${demoRolloutTemperature} by default (--temperature): the probe measures the pass rates RL
+     will see. Not 1: at T = 1 the warm-started 135M policy solved none of 48 probe samples while
+     it solves some greedily; not 0: greedy samples of a group are identical text.
   7. the RL gain: the paired difference RL − warm start per held-out question with its 95 %
      bootstrap interval; the report (LONGHAUL_HOME/reports/<run>.html, its path printed last):
      held-out accuracy per stage with intervals, tool calls per question and behaviour per version
 
-Defaults (≤ 30 minutes here): 1-hop questions without fuzz (two documents to find: the named
-entity's, then the answer's), 36 candidates, 8 held-out, 10 warm-start and 12 training candidates;
-the closed-book difficulty check draws 4 samples with threshold 0.45, so a question is kept only when
-all 4 are wrong (Wilson bound 0.51): the fewest generations that still reject what the model knows
-without tools (16, the synthesizer's default, costs 4× the tokens); band probe k = 4; 2 RL steps of 8
-trajectories (G = 4); ≤ 6 turns × 48 tokens; evaluation k = 1, greedy.
+Defaults (aimed at ≤ 30 minutes here): 1-hop questions without fuzz (two documents to find: the
+named entity's, then the answer's), ${presets.default.synthCount} candidates, ${presets.default.heldout} held-out, ${presets.default.sftQuestions} warm-start and ${presets.default.trainCandidates} training
+candidates; the closed-book difficulty check draws 4 samples with threshold 0.45, so a question is
+kept only when all 4 are wrong (Wilson bound 0.51): the fewest generations that still reject what the
+model knows without tools (16, the synthesizer's default, costs 4× the tokens); warm start: every
+parameter, ${presets.default.sftEpochs} epochs, lr 1e-4 (full fine-tuning beat the frozen tail on one budget: bench
+transfer); no band probe (the curriculum); 2 RL steps of 8 trajectories (G = 4) training the last 4
+layers; ≤ 6 turns × 48 tokens; evaluation k = 1, greedy. A per-stage wall-time table ends the summary.
 --full: 1- and 2-hop questions with one fuzz, 150 candidates per hop count, ≥ 200 held-out
-(--heldout 200), 24 warm-start, 32 training candidates, 6 RL steps, ≤ 8 turns, and the outside
-reference sets of LONGHAUL_DATA_ROOT (Bamboogle, HotpotQA, 2Wiki, MuSiQue; --reference-limit 20 each)
-at every stage.
+(--heldout 200), 24 warm-start, 32 training candidates, the band probe (k = 4), 6 RL steps, ≤ 8
+turns, and the outside reference sets of LONGHAUL_DATA_ROOT (Bamboogle, HotpotQA, 2Wiki, MuSiQue;
+--reference-limit 20 each) at every stage.
 
 Resumable: the run's plan and each finished phase are kept in LONGHAUL_HOME/demo-runs/<run>.json, and
 its workflows have ids derived from the run id. --resume RUN-ID skips the finished phases, re-attaches
@@ -215,16 +246,22 @@ terminates them; an evaluation then keeps the questions it had scored).
   --hops LIST            hop counts, e.g. 1,2 (default 1)    --fuzzes N   fuzzed literals (default 0)
   --difficulty-samples N closed-book samples (default 4)     --difficulty-threshold X   (default 0.45)
   --seed S               synthesis and split seed (default 13)
+  --fresh-synthesis      synthesize even when an earlier run made a dataset with the same key
   --heldout N            held-out questions (default ${presets.default.heldout}; ≥ 1)
   --sft-questions N      warm-start gold paths (default ${presets.default.sftQuestions})
   --train-candidates N   questions probed for the band (default ${presets.default.trainCandidates})
   --warm-start gold|none SFT on gold paths, or none (--no-warm-start)
-  --sft-epochs N         passes over the gold paths (default 4)   --sft-lr X   (default 3e-4)
-  --band LOW,HIGH        keep LOW < pass rate < HIGH, both in [0, 1] (default 0,1)
-  --band-k K             samples per candidate for the band (default 4)   --no-band   train on all candidates
+  --sft-epochs N         passes over the gold paths (default ${presets.default.sftEpochs})
+  --sft-trainable MODE   full (every parameter, default; --sft-lr 1e-4) or freeze (last 4 layers
+                         and the norm; --sft-lr 3e-4)
+  --band LOW,HIGH        the learnable band: LOW < pass rate < HIGH, both in [0, 1] (default 0,1),
+                         for the probe and the curriculum alike
+  --band-probe           probe the candidates before RL (the default of --full)
+  --band-k K             probe samples per candidate (default 4)   --no-band   no probe (--full)
+  --temperature T        RL rollouts' sampling temperature, the probe's too (default ${demoRolloutTemperature}; > 0)
   --reward METRIC        RL reward: f1_format (0.9·F1 + 0.1·format, default), f1, em, cover_em
   --no-curriculum        keep every training question all run (default: the learner's curriculum
-                         retires a question after 2 groups in a row all passing or 3 with none passing,
+                         retires a question after 2 groups in a row passing at ≥ HIGH or 3 at ≤ LOW,
                          and the next one enters: band questions first, then the harder ones)
   --steps N              RL steps (default 2)      --batch N   trajectories per step (default 8)
   --group N              samples per question (default 4)      --lr X   RL learning rate (default 2e-5)
@@ -235,7 +272,8 @@ terminates them; an evaluation then keeps the questions it had scored).
 
 --json ends stdout with {"run_id","minutes","heldout_questions","em":{"base","warm_start","rl"},
 "em_ci95":{…},"rl_gain_em","rl_gain_em_ci95":[lo,hi],"warm_gain_em","warm_gain_em_ci95",
-"zero_advantage_group_share","trainer_busy","band":{…},"references":{…},"report":"<html path>"}.
+"zero_advantage_group_share","trainer_busy","band":{…},"references":{…},"report":"<html path>",
+"stage_seconds":{stage: wall seconds}}.
 
 Bad input exits 2 naming the flag before anything starts: a --dataset without gold paths for the gold
 warm start, a --band outside [0, 1], an empty held-out set (--heldout 0, or a --dataset too small).`,
@@ -267,6 +305,7 @@ warm start, a --band outside [0, 1], an empty held-out set (--heldout 0, or a --
     );
 
     phase('1/7 starting the stack');
+    const stackStartedAt = Date.now();
     await stackUp(settings, {
       workers: false,
       onStarted: (name, seconds) => console.error(`  ✓ ${name}${seconds >= 0.05 ? ` (${seconds.toFixed(1)} s)` : ''}`),
@@ -275,6 +314,7 @@ warm start, a --band outside [0, 1], an empty held-out set (--heldout 0, or a --
       ? `http://127.0.0.1:${settings.temporal.uiPort}/namespaces/${settings.temporal.namespace}/workflows`
       : null;
     if (webUi) console.error(`  Web UI: ${webUi}`);
+    const stackSeconds = Math.round((Date.now() - stackStartedAt) / 100) / 10;
     const services = openServices(settings, { poolSize: 4 });
     const { pool, blobs } = services;
     try {
@@ -303,9 +343,19 @@ warm start, a --band outside [0, 1], an empty held-out set (--heldout 0, or a --
           ? `2/7 questions from ${plan.datasetFile}`
           : `2/7 synthesizing questions (hop counts ${plan.synthesis.hops.join(', ')}, fuzzes ${plan.synthesis.fuzzes}, ${plan.synthesis.candidatesPerHop} candidates per hop count)`,
       );
-      const synthesized = await phases.run<SynthesizedSet[]>('synthesis', async () =>
-        plan.datasetFile ? [] : synthesize(context, plan.synthesis),
-      );
+      const synthesized = await phases.run<SynthesizedSet[]>('synthesis', async () => {
+        if (plan.datasetFile) return [];
+        const key = synthesisCacheKey({
+          corpusVersion: await searchCorpusVersion(pool),
+          policyVersion: startVersion,
+          synthesis: plan.synthesis,
+        });
+        return synthesizeOrReuse(
+          blobs,
+          { key, runId, fresh: plan.synthesis.reuse === false, log: (line) => console.error(`  ${line}`) },
+          () => synthesize(context, plan.synthesis),
+        );
+      });
       const split = await phases.run<SplitRecord>('split', async () => {
         const rows = givenRows ?? (await Promise.all(synthesized.map((set) => synthesizedRows(blobs, set.blobKey)))).flat();
         const parts = splitQuestions(rows, plan.split, plan.synthesis.seed);
@@ -338,7 +388,7 @@ warm start, a --band outside [0, 1], an empty held-out set (--heldout 0, or a --
                   .map(([reason, count]) => `${count} ${reason}`)
                   .join('; ')})`
               : ''
-          }`,
+          }${set.reusedFrom ? ` · reused dataset ${set.datasetId} (made by run ${set.reusedFrom})` : ''}`,
         );
       console.error(
         `  split: ${split.heldOut} held-out, ${split.warmStart} warm-start, ${split.candidates} training candidates; ${split.contaminated.length} held-out dropped as contaminated`,
@@ -437,8 +487,8 @@ warm start, a --band outside [0, 1], an empty held-out set (--heldout 0, or a --
 
       phase(
         plan.band.enabled
-          ? `5/7 learnable band: ${split.candidates} candidates × ${plan.band.k} samples at T = 1, keeping ${plan.band.low} < pass rate < ${plan.band.high}`
-          : '5/7 learnable band skipped (--no-band): training on every candidate',
+          ? `5/7 learnable band: ${split.candidates} candidates × ${plan.band.k} samples at T = ${rolloutTemperature(plan)} (the RL temperature), keeping ${plan.band.low} < pass rate < ${plan.band.high}`
+          : `5/7 no band probe: RL starts on every candidate${plan.rl.curriculum ? `; the curriculum retires a question online once its groups pass at ≥ ${plan.band.high} or ≤ ${plan.band.low}` : ' (--no-curriculum)'}`,
       );
       const band = await phases.run<BandRecord>('band', async () => {
         const candidates = await readRows(split.keys.candidates);
@@ -581,6 +631,13 @@ warm start, a --band outside [0, 1], an empty held-out set (--heldout 0, or a --
       const reportPath = path.join(reportDir, `${runId}.json`);
       fs.writeFileSync(reportPath, JSON.stringify(report, null, 2));
       await phases.run('finished', async () => ({ seconds }));
+      const reportStartedAt = Date.now();
+      const html = await writeReport(services, settings.home, { runId, out: reportPath.replace(/\.json$/, '.html'), pages: true });
+      const stageSeconds = [
+        { stage: 'stack', seconds: stackSeconds },
+        ...phases.stageSeconds().filter((row) => row.stage !== 'finished'),
+        { stage: 'report', seconds: Math.round((Date.now() - reportStartedAt) / 100) / 10 },
+      ];
 
       console.log(`\nLonghaul demo ${runId} — ${seconds} s`);
       console.log(
@@ -599,8 +656,8 @@ warm start, a --band outside [0, 1], an empty held-out set (--heldout 0, or a --
       console.log(
         `RL: reward per step ${learned.history.map((stats) => `v${stats.version} ${stats.meanReward.toFixed(3)}`).join(' → ') || '(no step)'} · zero-advantage groups ${learned.zeroAdvantageGroupShare === undefined ? '-' : pct(learned.zeroAdvantageGroupShare)} % · trainer busy ${(learned.trainerBusy * 100).toFixed(0)} % · max staleness ${learned.maxStaleness}`,
       );
+      console.log(stageTable(stageSeconds));
       console.log(`report: ${reportPath}`);
-      const html = await writeReport(services, settings.home, { runId, out: reportPath.replace(/\.json$/, '.html'), pages: true });
       console.log(`HTML report: ${html.path}`);
       if (values.json === true)
         console.log(
@@ -625,6 +682,7 @@ warm start, a --band outside [0, 1], an empty held-out set (--heldout 0, or a --
               ]),
             ),
             report: html.path,
+            stage_seconds: Object.fromEntries(stageSeconds.map((row) => [row.stage, row.seconds])),
           }),
         );
       return 0;

@@ -17,8 +17,8 @@ export interface DemoManifest {
   readonly runId: string;
   readonly createdAt: string;
   readonly plan: DemoPlan;
-  /** Phase name → its result (JSON), in the order they finished. */
-  readonly phases: Record<string, { readonly finishedAt: string; readonly result: unknown }>;
+  /** Phase name → its result (JSON) and the wall seconds its work took (absent in older manifests), in the order they finished. */
+  readonly phases: Record<string, { readonly finishedAt: string; readonly seconds?: number; readonly result: unknown }>;
 }
 
 export const manifestFolder = (home: string) => path.join(home, 'demo-runs');
@@ -105,10 +105,20 @@ export class DemoPhases {
       this.onSkip(name);
       return stored.result as T;
     }
+    const startedAt = Date.now();
     const result = await work();
-    this.current = { ...this.current, phases: { ...this.current.phases, [name]: { finishedAt: new Date().toISOString(), result } } };
+    const seconds = Math.round((Date.now() - startedAt) / 100) / 10;
+    this.current = {
+      ...this.current,
+      phases: { ...this.current.phases, [name]: { finishedAt: new Date().toISOString(), seconds, result } },
+    };
     writeManifest(this.home, this.current);
     return result;
+  }
+
+  /** Wall seconds per finished phase, in the order they finished (null: a manifest written before phases were timed). */
+  stageSeconds(): { readonly stage: string; readonly seconds: number | null }[] {
+    return Object.entries(this.current.phases).map(([stage, phase]) => ({ stage, seconds: phase.seconds ?? null }));
   }
 }
 
@@ -135,4 +145,19 @@ export async function startOrAttach(client: Client, workflowType: string, option
   }
   const handle = await client.workflow.start(workflowType, options);
   return { handle, how: 'started' };
+}
+
+/**
+ * The per-stage wall times, one line per stage: seconds and share of the total. A stage finished in an
+ * earlier session of a resumed run shows its time then; one from a manifest written before stages were
+ * timed shows "-". Stack and report are this session's.
+ */
+export function stageTable(rows: readonly { readonly stage: string; readonly seconds: number | null }[]): string {
+  const total = rows.reduce((sum, row) => sum + (row.seconds ?? 0), 0);
+  const width = Math.max(5, ...rows.map((row) => row.stage.length));
+  const line = (stage: string, seconds: number | null) =>
+    `  ${stage.padEnd(width)}  ${seconds === null ? '-'.padStart(8) : seconds.toFixed(1).padStart(8)} s${
+      seconds === null || total === 0 ? '' : `  ${((seconds / total) * 100).toFixed(0).padStart(3)} %`
+    }`;
+  return ['per-stage wall time:', ...rows.map((row) => line(row.stage, row.seconds)), line('total', total)].join('\n');
 }

@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { UsageError } from '../command.js';
-import { demoPlan, parseBand, parseHops, presets } from './plan.js';
+import { stageTable } from './manifest.js';
+import { demoPlan, demoRolloutTemperature, parseBand, parseHops, presets, probeTrajectory, warmStartTrainable } from './plan.js';
 
 test('the default plan and --full: sizes, sampling RL rollouts, one RL object', () => {
   const plan = demoPlan({});
@@ -9,10 +10,25 @@ test('the default plan and --full: sizes, sampling RL rollouts, one RL object', 
   assert.equal(plan.split.heldOut, presets.default.heldout);
   assert.deepEqual(plan.synthesis.hops, [1]);
   assert.equal(plan.references.sets.length, 0);
-  assert.equal(plan.rl.trajectory.options?.temperature, 1, 'RL rollouts sample');
+  assert.equal(plan.rl.trajectory.options?.temperature, demoRolloutTemperature, 'RL rollouts sample');
+  assert.ok(demoRolloutTemperature > 0 && demoRolloutTemperature < 1);
   assert.equal(plan.rl.trajectory.rewardMetric, 'f1_format', 'graded credit with a format term');
   assert.deepEqual(plan.rl.curriculum, { lower: 0, upper: 1, masteredAfter: 2, tooHardAfter: 3, passReward: 0.5 });
   assert.equal(demoPlan({ 'no-curriculum': true }).rl.curriculum, null);
+  assert.deepEqual(demoPlan({ band: '0.1,0.9' }).rl.curriculum, {
+    lower: 0.1,
+    upper: 0.9,
+    masteredAfter: 2,
+    tooHardAfter: 3,
+    passReward: 0.5,
+  });
+  assert.equal(plan.band.enabled, false, 'the default demo has no separate band probe: the curriculum applies the band');
+  assert.equal(demoPlan({ 'band-probe': true }).band.enabled, true);
+  assert.equal(plan.synthesis.reuse, true);
+  assert.equal(demoPlan({ 'fresh-synthesis': true }).synthesis.reuse, false);
+  assert.deepEqual(plan.warmStart.hyperparameters.trainable, warmStartTrainable);
+  assert.equal(plan.warmStart.hyperparameters.learningRate, 1e-4);
+  assert.equal(demoPlan({ 'sft-trainable': 'freeze' }).warmStart.hyperparameters.learningRate, 3e-4);
   assert.equal(demoPlan({ reward: 'em' }).rl.trajectory.rewardMetric, 'em');
   assert.equal(plan.evaluation.trajectory.options?.temperature, 0);
   const full = demoPlan({ full: true });
@@ -24,6 +40,28 @@ test('the default plan and --full: sizes, sampling RL rollouts, one RL object', 
     full.synthesis.candidatesPerHop * full.synthesis.hops.length >= full.split.heldOut + full.split.warmStart + full.split.candidates,
   );
   assert.equal(demoPlan({ full: true, 'reference-limit': '0' }).references.sets.length, 0);
+  assert.equal(full.band.enabled, true, '--full keeps the band probe');
+  assert.equal(demoPlan({ full: true, 'no-band': true }).band.enabled, false);
+});
+
+test('the band probe samples at the RL temperature, whatever --temperature says', () => {
+  for (const values of [{ full: true }, { full: true, temperature: '0.9' }, { 'band-probe': true, temperature: '1' }]) {
+    const plan = demoPlan(values);
+    assert.equal(probeTrajectory(plan).options?.temperature, plan.rl.trajectory.options?.temperature);
+  }
+  assert.equal(demoPlan({ temperature: '0.9' }).rl.trajectory.options?.temperature, 0.9);
+});
+
+test('the per-stage table: seconds, share of the total, "-" for an untimed stage', () => {
+  const table = stageTable([
+    { stage: 'stack', seconds: 10 },
+    { stage: 'synthesis', seconds: 30 },
+    { stage: 'rl', seconds: null },
+  ]).split('\n');
+  assert.equal(table[0], 'per-stage wall time:');
+  assert.match(table[2]!, /synthesis +30\.0 s +75 %/);
+  assert.match(table[3]!, /rl +- s$/);
+  assert.match(table[4]!, /total +40\.0 s +100 %/);
 });
 
 const refused = (values: Parameters<typeof demoPlan>[0], flag: RegExp) =>
@@ -45,6 +83,12 @@ test('bad flags are refused naming the flag', () => {
   refused({ 'eval-temperature': 'warm' }, /^--eval-temperature expects a number/);
   refused({ reward: 'judge' }, /^--reward expects one of f1_format, f1, em, cover_em/);
   refused({ 'from-version': '-1' }, /from-version/);
+  refused({ 'band-k': '8' }, /^--band-k sets the band probe's samples/);
+  refused({ 'band-probe': true, 'no-band': true }, /^--band-probe contradicts --no-band/);
+  refused({ temperature: '0' }, /^--temperature 0 is greedy/);
+  refused({ temperature: 'hot' }, /^--temperature expects a number/);
+  refused({ 'sft-trainable': 'lora' }, /^--sft-trainable expects full/);
+  refused({ dataset: 'x.jsonl', 'fresh-synthesis': true }, /^--fresh-synthesis has no effect with --dataset/);
 });
 
 test('band and hop lists', () => {

@@ -6,13 +6,27 @@
  * its manifest, so that `--resume` continues with exactly the plan it began with.
  */
 import type { TrajectorySettings } from '../../workflows/contracts/trajectory.contract.js';
-import { rlRolloutTemperature } from '../../workflows/trajectory-child.js';
 import { integerFlag, rateFlag } from '../arguments.js';
 import { UsageError } from '../command.js';
 import { startVersionRequest } from '../start-version.js';
 
-/** The demo trains the last four of SmolLM2-135M's 30 layers and the final norm: fits 2 CPU cores. */
+/** RL trains the last four of SmolLM2-135M's 30 layers and the final norm: fits 2 CPU cores. */
 export const demoTrainable = { mode: 'freeze', trainPatterns: ['layers\\.(2[6-9])\\.', 'norm\\.weight$'] };
+
+/**
+ * The warm start trains every parameter: on one budget of gold paths (bench transfer, docs/BENCHMARKS.md
+ * "Transfer by freezing") full fine-tuning reached held-out EM 0.333 where the frozen tail reached 0, at
+ * 1.8× the seconds per update; half the epochs of the earlier freeze recipe keep the cost about level.
+ */
+export const warmStartTrainable = { mode: 'full' };
+
+/**
+ * The temperature RL rollouts sample at, and the band probe with them (one value: the probe measures
+ * the pass rates RL will see). Below 1 because at T = 1 the warm-started 135M policy solved none of
+ * 48 probe samples (docs/BENCHMARKS.md, the default demo measured) while it solves some greedily;
+ * above 0 so that a group's samples differ.
+ */
+export const demoRolloutTemperature = 0.7;
 
 /** The outside reference sets of the data root (`--full`): Bamboogle, HotpotQA, 2Wiki, MuSiQue samples. */
 export const referenceSets = [
@@ -31,6 +45,8 @@ export interface SynthesisPlan {
   readonly difficultyThreshold: number;
   readonly seed: number;
   readonly concurrency: number;
+  /** Reuse a dataset an earlier run synthesized with the same key (cli/demo/synthesis-cache.ts); false: --fresh-synthesis. */
+  readonly reuse?: boolean;
 }
 
 /**
@@ -53,7 +69,10 @@ export interface DemoPlan {
   readonly synthesis: SynthesisPlan;
   readonly split: { readonly heldOut: number; readonly warmStart: number; readonly candidates: number };
   readonly warmStart: { readonly source: 'gold' | 'none'; readonly epochs: number; readonly hyperparameters: Record<string, unknown> };
-  /** Keep training candidates whose pass rate p satisfies low < p < high; k samples each at the RL temperature. */
+  /**
+   * The learnable band LOW < p < HIGH. enabled: probe the candidates first (k samples each at the RL
+   * temperature) and train on those inside; the curriculum applies the same bounds online either way.
+   */
   readonly band: { readonly enabled: boolean; readonly low: number; readonly high: number; readonly k: number };
   readonly rl: RlConfiguration;
   readonly evaluation: {
@@ -87,9 +106,13 @@ export const demoFlagOptions = {
   'no-warm-start': { type: 'boolean' },
   'sft-epochs': { type: 'string' },
   'sft-lr': { type: 'string' },
+  'sft-trainable': { type: 'string' },
   band: { type: 'string' },
   'band-k': { type: 'string' },
+  'band-probe': { type: 'boolean' },
   'no-band': { type: 'boolean' },
+  temperature: { type: 'string' },
+  'fresh-synthesis': { type: 'boolean' },
   reward: { type: 'string' },
   'no-curriculum': { type: 'boolean' },
   steps: { type: 'string' },
@@ -112,10 +135,12 @@ export const presets = {
     synthCount: 36,
     hops: [1],
     fuzzes: 0,
-    heldout: 8,
+    heldout: 10,
     sftQuestions: 10,
-    trainCandidates: 12,
-    sftEpochs: 4,
+    trainCandidates: 8,
+    sftEpochs: 2,
+    // No separate probe: the curriculum applies the band online (a question leaves once mastered or too hard).
+    bandProbe: false,
     bandK: 4,
     steps: 2,
     batch: 8,
@@ -132,7 +157,8 @@ export const presets = {
     heldout: 200,
     sftQuestions: 24,
     trainCandidates: 32,
-    sftEpochs: 4,
+    sftEpochs: 2,
+    bandProbe: true,
     bandK: 4,
     steps: 6,
     batch: 8,
@@ -205,7 +231,23 @@ export function demoPlan(values: DemoFlagValues): DemoPlan {
       `--synth-count: ${synthCount} candidates per hop count × ${hops.length} cannot give ${heldOut} held-out + ${warmStart} warm-start + ${candidates} training questions; raise --synth-count or lower --heldout`,
     );
   const band = parseBand(text(values.band));
+  if (values['band-probe'] === true && values['no-band'] === true) throw new UsageError('--band-probe contradicts --no-band; give one');
+  const probe = values['band-probe'] === true || (preset.bandProbe && values['no-band'] !== true);
+  if (!probe && values['band-k'] !== undefined)
+    throw new UsageError(
+      `--band-k sets the band probe's samples, and this run has no probe (${full ? '--no-band' : 'the default demo lets the curriculum apply the band'}); add --band-probe or leave out --band-k`,
+    );
   const bandK = integer('band-k', preset.bandK, 2, 64);
+  const temperature = numberIn(values.temperature, 'temperature', demoRolloutTemperature, 0, 5);
+  if (temperature === 0)
+    throw new UsageError('--temperature 0 is greedy: every sample of a group is the same text and RL gets no signal; give e.g. 0.7');
+  const sftTrainable = text(values['sft-trainable']) ?? 'full';
+  if (sftTrainable !== 'full' && sftTrainable !== 'freeze')
+    throw new UsageError(
+      `--sft-trainable expects full (every parameter) or freeze (the last 4 layers and the norm), got "${sftTrainable}"`,
+    );
+  if (values['fresh-synthesis'] === true && datasetFile !== null)
+    throw new UsageError('--fresh-synthesis has no effect with --dataset (nothing is synthesized); leave one out');
   const steps = integer('steps', preset.steps, 1, 100_000);
   const batchSize = integer('batch', preset.batch, 1, 100_000);
   const groupSize = integer('group', preset.group, 2, 256);
@@ -213,7 +255,7 @@ export function demoPlan(values: DemoFlagValues): DemoPlan {
   const maxNewTokens = integer('max-new-tokens', preset.maxNewTokens, 8, 65_536);
   const learningRate = rateFlag(text(values.lr), 'lr', 2e-5);
   const sftEpochs = integer('sft-epochs', preset.sftEpochs, 1, 1000);
-  const sftLearningRate = rateFlag(text(values['sft-lr']), 'sft-lr', 3e-4);
+  const sftLearningRate = rateFlag(text(values['sft-lr']), 'sft-lr', sftTrainable === 'full' ? 1e-4 : 3e-4);
   const evalK = integer('eval-k', preset.evalK, 1, 256);
   const evalTemperature = numberIn(values['eval-temperature'], 'eval-temperature', 0, 0, 5);
   if (evalK > 1 && evalTemperature === 0)
@@ -238,14 +280,21 @@ export function demoPlan(values: DemoFlagValues): DemoPlan {
       difficultyThreshold: numberIn(values['difficulty-threshold'], 'difficulty-threshold', 0.45, 0, 1),
       seed: integer('seed', 13, 0, 2 ** 31 - 1),
       concurrency: 4,
+      reuse: values['fresh-synthesis'] !== true,
     },
     split: { heldOut, warmStart, candidates },
     warmStart: {
       source: warmSource,
       epochs: sftEpochs,
-      hyperparameters: { learningRate: sftLearningRate, epochs: sftEpochs, batchSize: 4, microBatchSize: 2, trainable: demoTrainable },
+      hyperparameters: {
+        learningRate: sftLearningRate,
+        epochs: sftEpochs,
+        batchSize: 4,
+        microBatchSize: 2,
+        trainable: sftTrainable === 'full' ? warmStartTrainable : demoTrainable,
+      },
     },
-    band: { enabled: values['no-band'] !== true, ...band, k: bandK },
+    band: { enabled: probe, ...band, k: bandK },
     rl: {
       settings: {
         mode: 'async',
@@ -257,16 +306,18 @@ export function demoPlan(values: DemoFlagValues): DemoPlan {
         dropEqualRewardGroups: false,
         interruptOnPublish: false,
       },
-      // Rollouts sample (T = 1, the learner's default made explicit) so that a group's samples differ.
+      // Rollouts sample (at demoRolloutTemperature unless --temperature) so that a group's samples differ.
       // Graded credit (0.9·F1 + 0.1·format by default) so that partly right answers differ from wrong ones.
       trajectory: {
         limits,
-        options: { ...options, temperature: rlRolloutTemperature },
+        options: { ...options, temperature },
         rewardMetric: reward as (typeof rlRewardMetrics)[number],
       },
       hyperparameters: { learningRate, microBatchSize: 2, trainable: demoTrainable },
-      // Mastered questions (2 groups in a row all passing) leave, too-hard ones (3 groups in a row with none) too.
-      curriculum: values['no-curriculum'] === true ? null : { lower: 0, upper: 1, masteredAfter: 2, tooHardAfter: 3, passReward: 0.5 },
+      // The band online: a question leaves as mastered after 2 groups in a row with pass rate ≥ HIGH, as too hard
+      // after 3 in a row ≤ LOW (--band; default 0,1: all passing, none passing).
+      curriculum:
+        values['no-curriculum'] === true ? null : { lower: band.low, upper: band.high, masteredAfter: 2, tooHardAfter: 3, passReward: 0.5 },
     },
     evaluation: {
       k: evalK,
@@ -279,7 +330,13 @@ export function demoPlan(values: DemoFlagValues): DemoPlan {
   };
 }
 
+/** The RL rollouts' sampling temperature (a stored plan always has one). */
+export const rolloutTemperature = (plan: DemoPlan): number => plan.rl.trajectory.options?.temperature ?? demoRolloutTemperature;
+
 /** The trajectory settings of the band probe: the evaluation's, sampled at the RL rollouts' temperature. */
 export function probeTrajectory(plan: DemoPlan): TrajectorySettings {
-  return { ...plan.evaluation.trajectory, options: { ...(plan.evaluation.trajectory.options ?? {}), temperature: rlRolloutTemperature } };
+  return {
+    ...plan.evaluation.trajectory,
+    options: { ...(plan.evaluation.trajectory.options ?? {}), temperature: rolloutTemperature(plan) },
+  };
 }
