@@ -249,7 +249,7 @@ terminates them; an evaluation then keeps the questions it had scored).
   --fresh-synthesis      synthesize even when an earlier run made a dataset with the same key
   --heldout N            held-out questions (default ${presets.default.heldout}; ≥ 1)
   --sft-questions N      warm-start gold paths (default ${presets.default.sftQuestions})
-  --train-candidates N   questions probed for the band (default ${presets.default.trainCandidates})
+  --train-candidates N   RL's training questions (default ${presets.default.trainCandidates}; probed first with --band-probe)
   --warm-start gold|none SFT on gold paths, or none (--no-warm-start)
   --sft-epochs N         passes over the gold paths (default ${presets.default.sftEpochs})
   --sft-trainable MODE   full (every parameter, default; --sft-lr 1e-4) or freeze (last 4 layers
@@ -331,8 +331,10 @@ warm start, a --band outside [0, 1], an empty held-out set (--heldout 0, or a --
         return startVersionFlag(versions, plan.fromVersion ?? undefined, 'from-version');
       });
       console.error(`  starting from policy version ${startVersion}`);
+      const workersStartedAt = Date.now();
       await restartInference(startVersion);
       await stackUp(settings, { workers: true });
+      const workersSeconds = Math.round((Date.now() - workersStartedAt) / 100) / 10;
       const client = await services.client();
       const taskQueue = taskQueueName('agent', settings.taskQueuePrefix);
       const commit = repositoryCommit() || undefined;
@@ -635,7 +637,12 @@ warm start, a --band outside [0, 1], an empty held-out set (--heldout 0, or a --
       const html = await writeReport(services, settings.home, { runId, out: reportPath.replace(/\.json$/, '.html'), pages: true });
       const stageSeconds = [
         { stage: 'stack', seconds: stackSeconds },
-        ...phases.stageSeconds().filter((row) => row.stage !== 'finished'),
+        // The workers start (this session) after the model is there, before synthesis.
+        ...phases
+          .stageSeconds()
+          .flatMap((row) =>
+            row.stage === 'finished' ? [] : row.stage === 'start-version' ? [row, { stage: 'workers', seconds: workersSeconds }] : [row],
+          ),
         { stage: 'report', seconds: Math.round((Date.now() - reportStartedAt) / 100) / 10 },
       ];
 
