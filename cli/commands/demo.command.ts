@@ -225,10 +225,10 @@ Defaults (aimed at ≤ 30 minutes here): 1-hop questions without fuzz (two docum
 named entity's, then the answer's), ${presets.default.synthCount} candidates, ${presets.default.heldout} held-out, ${presets.default.sftQuestions} warm-start and ${presets.default.trainCandidates} training
 candidates; the closed-book difficulty check draws 4 samples with threshold 0.45, so a question is
 kept only when all 4 are wrong (Wilson bound 0.51): the fewest generations that still reject what the
-model knows without tools (16, the synthesizer's default, costs 4× the tokens); warm start: every
-parameter, ${presets.default.sftEpochs} epochs, lr 1e-4 (full fine-tuning beat the frozen tail on one budget: bench
-transfer); no band probe (the curriculum); 2 RL steps of 8 trajectories (G = 4) training the last 4
-layers; ≤ 6 turns × 48 tokens; evaluation k = 1, greedy. A per-stage wall-time table ends the summary.
+model knows without tools (16, the synthesizer's default, costs 4× the tokens); warm start: the last
+4 layers and the norm, ${presets.default.sftEpochs} epochs, lr 3e-4; no band probe (the curriculum); 2 RL steps of 8
+trajectories (G = 4) training the last 4 layers; ≤ 6 turns × 48 tokens; evaluation k = 1, greedy. A
+per-stage wall-time table ends the summary.
 --full: 1- and 2-hop questions with one fuzz, 150 candidates per hop count, ≥ 200 held-out
 (--heldout 200), 24 warm-start, 32 training candidates, the band probe (k = 4), 6 RL steps, ≤ 8
 turns, and the outside reference sets of LONGHAUL_DATA_ROOT (Bamboogle, HotpotQA, 2Wiki, MuSiQue;
@@ -252,8 +252,8 @@ terminates them; an evaluation then keeps the questions it had scored).
   --train-candidates N   RL's training questions (default ${presets.default.trainCandidates}; probed first with --band-probe)
   --warm-start gold|none SFT on gold paths, or none (--no-warm-start)
   --sft-epochs N         passes over the gold paths (default ${presets.default.sftEpochs})
-  --sft-trainable MODE   full (every parameter, default; --sft-lr 1e-4) or freeze (last 4 layers
-                         and the norm; --sft-lr 3e-4)
+  --sft-trainable MODE   freeze (the last 4 layers and the norm, default; --sft-lr 3e-4) or full
+                         (every parameter, --sft-lr 1e-4: ~2× the seconds per update, 5.2 GiB)
   --band LOW,HIGH        the learnable band: LOW < pass rate < HIGH, both in [0, 1] (default 0,1),
                          for the probe and the curriculum alike
   --band-probe           probe the candidates before RL (the default of --full)

@@ -26,9 +26,9 @@ test('the default plan and --full: sizes, sampling RL rollouts, one RL object', 
   assert.equal(demoPlan({ 'band-probe': true }).band.enabled, true);
   assert.equal(plan.synthesis.reuse, true);
   assert.equal(demoPlan({ 'fresh-synthesis': true }).synthesis.reuse, false);
-  assert.deepEqual(plan.warmStart.hyperparameters.trainable, warmStartTrainable);
-  assert.equal(plan.warmStart.hyperparameters.learningRate, 1e-4);
-  assert.equal(demoPlan({ 'sft-trainable': 'freeze' }).warmStart.hyperparameters.learningRate, 3e-4);
+  assert.equal(plan.warmStart.hyperparameters.learningRate, 3e-4);
+  assert.deepEqual(demoPlan({ 'sft-trainable': 'full' }).warmStart.hyperparameters.trainable, warmStartTrainable);
+  assert.equal(demoPlan({ 'sft-trainable': 'full' }).warmStart.hyperparameters.learningRate, 1e-4);
   assert.equal(demoPlan({ reward: 'em' }).rl.trajectory.rewardMetric, 'em');
   assert.equal(plan.evaluation.trajectory.options?.temperature, 0);
   const full = demoPlan({ full: true });
@@ -87,7 +87,7 @@ test('bad flags are refused naming the flag', () => {
   refused({ 'band-probe': true, 'no-band': true }, /^--band-probe contradicts --no-band/);
   refused({ temperature: '0' }, /^--temperature 0 is greedy/);
   refused({ temperature: 'hot' }, /^--temperature expects a number/);
-  refused({ 'sft-trainable': 'lora' }, /^--sft-trainable expects full/);
+  refused({ 'sft-trainable': 'lora' }, /^--sft-trainable expects freeze/);
   refused({ dataset: 'x.jsonl', 'fresh-synthesis': true }, /^--fresh-synthesis has no effect with --dataset/);
 });
 
