@@ -117,6 +117,16 @@ const cancelLeftoversPatch = 'learner-cancel-leftovers';
  */
 const trainBeforeAdmissionPatch = 'learner-train-before-admission';
 
+/**
+ * Patch: the learner counts as ready exactly the trajectories a claim can take: reported, of settled
+ * kept groups, not consumed, and within η versions of the current one (from the oldest version each
+ * one reported). Learners started earlier kept a running count and subtracted every stale drop of
+ * the buffer from it, also drops of finished children whose group had not settled (never counted),
+ * so the count fell below a batch that was there and the trainer waited (bench async: 24 s with two
+ * trainable groups settled, issue 12).
+ */
+const freshReadyPatch = 'learner-fresh-ready';
+
 export async function learner(raw: LearnerInput): Promise<LearnerResult> {
   const input = validated(() => parseLearnerInput(raw));
   const { workflowId, taskQueue } = workflowInfo();
@@ -146,6 +156,7 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
   const hearsOfFailures = patched(childFailurePatch);
   const boundedAdmission = patched(boundedAdmissionPatch);
   const trainBeforeAdmission = patched(trainBeforeAdmissionPatch);
+  const countsFreshReady = patched(freshReadyPatch);
   const curriculum = input.curriculum !== undefined && patched(curriculumPatch) ? input.curriculum : undefined;
   /** Training steps taken in this execution (continue-as-new after input.stepsPerExecution of them). */
   let stepsThisExecution = 0;
@@ -157,6 +168,23 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
   };
 
   const inflight = () => run.groups.reduce((count, group) => count + group.rewards.filter((reward) => reward === null).length, 0);
+  /** With the fresh-ready patch: trajectories of settled, kept groups, not consumed, within η versions (what a claim can take). */
+  const freshReady = () => {
+    const inWindow = new Set(run.groups.flatMap((group) => group.children));
+    return Object.entries(run.oldestVersions).filter(([id, oldest]) => !inWindow.has(id) && run.version - oldest <= run.settings.eta)
+      .length;
+  };
+  /** The same, pruned: settled trajectories past η left the buffer (releaseStaleTrajectories) and are forgotten here. */
+  const recountReady = () => {
+    const inWindow = new Set(run.groups.flatMap((group) => group.children));
+    const stale = new Set(
+      Object.entries(run.oldestVersions)
+        .filter(([id, oldest]) => !inWindow.has(id) && run.version - oldest > run.settings.eta)
+        .map(([id]) => id),
+    );
+    run = { ...run, oldestVersions: omit(run.oldestVersions, stale), rewards: omit(run.rewards ?? {}, stale) };
+    run = { ...run, ready: freshReady() };
+  };
   const busyFraction = () => {
     const elapsed = Date.now() - run.startedAtMs;
     return elapsed > 0 ? run.busyMs / elapsed : 0;
@@ -375,6 +403,7 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
       ready: run.ready + kept,
       dropped: run.dropped + uselessIds.size,
     };
+    if (countsFreshReady) run = { ...run, ready: freshReady() };
     if (curriculum && run.curriculum) {
       // Whole groups only (a failed child leaves no pass rate), in the order they entered the window.
       let updated = run.curriculum;
@@ -420,6 +449,7 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
         // None eligible: what is ready is too stale. Drop it for good and wait for fresh groups.
         const stale = await learnerActivities.releaseStaleTrajectories({ runId: input.runId, currentVersion: run.version, eta });
         run = { ...run, ready: 0, dropped: run.dropped + stale.dropped };
+        if (countsFreshReady) recountReady();
         return;
       }
       // A short claim (some went stale) is trained on as it is: claimed trajectories are never given back.
@@ -478,6 +508,7 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
       ]);
       const released = await (early ?? releaseStale());
       if (released.dropped > 0) run = { ...run, dropped: run.dropped + released.dropped, ready: Math.max(0, run.ready - released.dropped) };
+      if (countsFreshReady) recountReady();
       await publish();
       if (input.evaluation && run.version % input.evaluation.everyVersions === 0 && patched(evaluateEveryPatch))
         await requestEvaluation(run.version);
