@@ -36,13 +36,13 @@ export interface LearnerTimeline {
   readonly longestWaits: readonly TrainerWait[];
 }
 
-interface RawEvent {
+/** The parts of a history event the timeline reads (a subset of Temporal's IHistoryEvent). */
+export interface RawEvent {
   readonly eventId?: unknown;
   readonly eventTime?: { seconds?: unknown; nanos?: number | null } | null;
   readonly workflowExecutionStartedEventAttributes?: { continuedExecutionRunId?: string | null } | null;
   readonly startChildWorkflowExecutionInitiatedEventAttributes?: { workflowId?: string | null } | null;
   readonly childWorkflowExecutionCompletedEventAttributes?: { workflowExecution?: { workflowId?: string | null } | null } | null;
-  readonly workflowExecutionSignaledEventAttributes?: { signalName?: string | null } | null;
   readonly activityTaskScheduledEventAttributes?: { activityType?: { name?: string | null } | null } | null;
   readonly activityTaskCompletedEventAttributes?: { scheduledEventId?: unknown } | null;
 }
@@ -70,12 +70,18 @@ async function chainEvents(client: Client, workflowId: string): Promise<RawEvent
 /** The group of a child id `<groupId>-s<sample>`. */
 const groupOf = (childId: string) => childId.replace(/-s\d+$/, '');
 
-export async function learnerTimeline(
-  client: Client,
-  workflowId: string,
-  options: { batchSize: number; groupSize: number; eta: number },
-): Promise<LearnerTimeline> {
-  const events = await chainEvents(client, workflowId);
+export interface TimelineOptions {
+  readonly batchSize: number;
+  readonly groupSize: number;
+  readonly eta: number;
+}
+
+export async function learnerTimeline(client: Client, workflowId: string, options: TimelineOptions): Promise<LearnerTimeline> {
+  return timelineOf(await chainEvents(client, workflowId), options);
+}
+
+/** The timeline of a learner's events (all executions, oldest first). */
+export function timelineOf(events: readonly RawEvent[], options: TimelineOptions): LearnerTimeline {
   const startMs = events.length > 0 ? millisOf(events[0]!) : 0;
   const at = (event: RawEvent) => (millisOf(event) - startMs) / 1000;
   const childStarts: number[] = [];
@@ -86,6 +92,8 @@ export async function learnerTimeline(
   const trainScheduled = new Map<string, number>();
   const steps: { from: number; to: number }[] = [];
   for (const event of events) {
+    // Event ids start again in each execution of the chain (a step never spans continue-as-new).
+    if (event.workflowExecutionStartedEventAttributes) trainScheduled.clear();
     const childStart = event.startChildWorkflowExecutionInitiatedEventAttributes?.workflowId;
     if (childStart) {
       childStarts.push(at(event));
@@ -110,14 +118,14 @@ export async function learnerTimeline(
     .filter(([group, ends]) => ends.length >= (groupSize.get(group) ?? options.groupSize))
     .map(([group, ends]) => ({ settled: Math.max(...ends), startVersion: versionAt(groupStartedAt.get(group) ?? 0) }))
     .sort((a, b) => a.settled - b.settled);
+  const perBatch = Math.ceil(options.batchSize / options.groupSize);
+  const consumed = new Set<(typeof groups)[number]>();
   const waits: TrainerWait[] = [];
   let previousEnd = 0;
   for (const [index, step] of steps.entries()) {
-    // During the wait the version is `index`; a settled group is trainable while index − its start version ≤ η. Counting
-    // every consumed group as trainable gives a lower bound on what was ready.
-    const needed = (index + 1) * Math.ceil(options.batchSize / options.groupSize);
-    const trainable = groups.filter((group) => index - group.startVersion <= options.eta);
-    const readyFrom = trainable[needed - 1]?.settled;
+    // During the wait the version is `index`: a settled group is trainable while index − its start version ≤ η.
+    const trainable = groups.filter((group) => !consumed.has(group) && index - group.startVersion <= options.eta);
+    const readyFrom = trainable[perBatch - 1]?.settled;
     const readySince = readyFrom === undefined ? step.from : Math.min(step.from, Math.max(previousEnd, readyFrom));
     waits.push({
       step: index,
@@ -125,6 +133,12 @@ export async function learnerTimeline(
       seconds: Number((step.from - previousEnd).toFixed(1)),
       batchReadySeconds: Number((step.from - readySince).toFixed(1)),
     });
+    // The step's claim, as the buffer makes it ('freshest'): the freshest trainable groups settled by then.
+    const claimed = trainable
+      .filter((group) => group.settled <= step.from)
+      .sort((a, b) => b.startVersion - a.startVersion || b.settled - a.settled)
+      .slice(0, perBatch);
+    for (const group of claimed) consumed.add(group);
     previousEnd = step.to;
   }
   const inflightAt = (time: number) => childStarts.filter((when) => when <= time).length - childEnds.filter((when) => when <= time).length;
