@@ -120,10 +120,10 @@ const trainBeforeAdmissionPatch = 'learner-train-before-admission';
 /**
  * Patch: the learner counts as ready exactly the trajectories a claim can take: reported, of settled
  * kept groups, not consumed, and within η versions of the current one (from the oldest version each
- * one reported). Learners started earlier kept a running count and subtracted every stale drop of
- * the buffer from it, also drops of finished children whose group had not settled (never counted),
- * so the count fell below a batch that was there and the trainer waited (bench async: 24 s with two
- * trainable groups settled, issue 12).
+ * one reported). Learners started earlier kept a running count that added every settled group, stale
+ * or not, and subtracted every stale drop of the buffer, also drops of finished children whose group
+ * had not settled (never counted): a group passed over by the freshest-first claim stayed counted
+ * after it went stale, so steps were claimed with less than a batch there (issue 12).
  */
 const freshReadyPatch = 'learner-fresh-ready';
 
