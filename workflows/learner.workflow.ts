@@ -557,14 +557,16 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
     await settleGroups();
     const { mode, batchSize, groupSize } = run.settings;
     if (mode === 'async') {
-      if (trainBeforeAdmission && !training && run.ready >= batchSize) trainerRun = trainOnce();
+      // With the patch a step starts only while the run has steps left (a pass may outlast the last one).
+      const mayTrain = () => !training && run.ready >= batchSize && (!trainBeforeAdmission || run.step < run.settings.maxSteps);
+      if (trainBeforeAdmission && mayTrain()) trainerRun = trainOnce();
       const perPass = boundedAdmission ? Math.max(1, Math.ceil(run.settings.maxInflight / groupSize)) : Infinity;
       for (let admitted = 0; admitted < perPass && admissible(); admitted += 1) {
         // A step that became possible during the pass (the previous one finished) starts before the next group.
-        if (trainBeforeAdmission && !training && run.ready >= batchSize) trainerRun = trainOnce();
+        if (trainBeforeAdmission && mayTrain()) trainerRun = trainOnce();
         if (!(await startGroup())) break;
       }
-      if (!training && run.ready >= batchSize) trainerRun = trainOnce();
+      if (mayTrain()) trainerRun = trainOnce();
     } else if (!training) {
       // sync: generate a whole batch, wait for all of it, then train while nothing generates
       if (run.groups.length === 0 && run.ready < batchSize && !run.paused) {
