@@ -11,6 +11,7 @@ import { createInProcessAgent } from '../composition/in-process-agent.js';
 import type { Config } from '../infra/config.js';
 import { openServices } from '../composition/services.js';
 import { taskQueueName } from '../workflows/contracts/queues.js';
+import { learnerTimeline } from './async-timeline.js';
 import { learnerWorkflowType, type LearnerMode, type LearnerResult, type TrainStepInput } from '../workflows/contracts/learner.contract.js';
 
 export interface AsyncBenchmarkOptions {
@@ -18,6 +19,8 @@ export interface AsyncBenchmarkOptions {
   readonly groupSize: number;
   readonly batchSize: number;
   readonly steps: number;
+  /** Steps of the sync run (its samples/hour is a rate, so fewer steps measure it in less time); default `steps`. */
+  readonly syncSteps?: number;
   readonly eta: number;
   readonly maxTurns: number;
   readonly turnDelayMs: number;
@@ -58,21 +61,26 @@ async function runMode(config: Config, mode: LearnerMode, options: AsyncBenchmar
     return { version: input.outputVersion, metrics: { simulated: true } };
   };
   const client = await services.client();
+  const tools = createScriptedTools();
   const workers = await createInProcessAgent({
     config,
     blobs,
     pool,
     prefix,
     backend: createScriptedPolicy({ version: () => served }),
-    tools: createScriptedTools(),
+    tools,
+    // The scripted tools stand for search and document reads on the stack's Postgres: local, as those are by
+    // default (without a runner every turn paid a local activity that said "not here" and then the tools queue).
+    localTools: { runTools: tools.runTools, runsLocally: () => true },
     maxConcurrentActivities: 400,
     roles: ['agent', 'gpu-infer', 'tools', 'gpu-train'],
     extraActivities: {
       'gpu-train': { trainStep },
     },
   });
+  const maxSteps = mode === 'sync' ? (options.syncSteps ?? options.steps) : options.steps;
   log(
-    `${mode}: ${options.steps} steps of ${options.batchSize} trajectories (G=${options.groupSize}, η=${options.eta}), ${options.stepSeconds} s per step…`,
+    `${mode}: ${maxSteps} steps of ${options.batchSize} trajectories (G=${options.groupSize}, η=${options.eta}), ${options.stepSeconds} s per step…`,
   );
   try {
     const result = (await workers.run(() =>
@@ -87,7 +95,7 @@ async function runMode(config: Config, mode: LearnerMode, options: AsyncBenchmar
               mode,
               groupSize: options.groupSize,
               batchSize: options.batchSize,
-              maxSteps: options.steps,
+              maxSteps,
               eta: options.eta,
               maxInflight: options.maxInflight,
               dropEqualRewardGroups: false,
@@ -99,28 +107,39 @@ async function runMode(config: Config, mode: LearnerMode, options: AsyncBenchmar
       }),
     )) as LearnerResult;
     log(`${mode}: ${result.steps} steps in ${result.wallSeconds.toFixed(0)} s, trainer busy ${(result.trainerBusy * 100).toFixed(0)} %`);
-    return result;
+    const timeline = await learnerTimeline(client, `${prefix}learner`, options);
+    log(
+      `${mode}: first step at ${timeline.firstStepSeconds} s (first group settled at ${timeline.firstGroupSettledSeconds} s); ` +
+        `between steps ${timeline.betweenStepsSeconds} s idle, of which ${timeline.betweenStepsBatchReadySeconds} s with a full batch settled; ` +
+        `${timeline.childrenStarted} trajectories started, ${result.dropped} dropped, ${timeline.inflightMean} in flight at a step's start on average`,
+    );
+    return { result, timeline };
   } finally {
     await services.close();
   }
 }
 
 export async function runAsyncBenchmark(config: Config, options: AsyncBenchmarkOptions, log: (line: string) => void) {
-  const sync = await runMode(config, 'sync', options, log);
-  const asyncResult = await runMode(config, 'async', options, log);
-  const figures = (result: LearnerResult) => ({
+  const { result: sync, timeline: syncTimeline } = await runMode(config, 'sync', options, log);
+  const { result: asyncResult, timeline: asyncTimeline } = await runMode(config, 'async', options, log);
+  const figures = (result: LearnerResult, timeline: Awaited<ReturnType<typeof learnerTimeline>>) => ({
     samples_per_hour: round(result.samplesPerHour, 1),
     trainer_busy: round(result.trainerBusy),
     max_staleness: result.maxStaleness,
     wall_seconds: round(result.wallSeconds, 1),
     steps: result.steps,
     consumed: result.consumed,
+    dropped: result.dropped,
+    timeline,
   });
   return {
-    sync: figures(sync),
-    async: figures(asyncResult),
+    sync: figures(sync, syncTimeline),
+    async: figures(asyncResult, asyncTimeline),
     speedup: round(asyncResult.samplesPerHour / Math.max(1e-9, sync.samplesPerHour), 2),
     eta: options.eta,
+    /** Steps of each run: the sync rate may be measured on fewer steps than the async one (--sync-steps). */
+    sync_steps: options.syncSteps ?? options.steps,
+    async_steps: options.steps,
     workload: options,
   };
 }

@@ -106,6 +106,27 @@ const curriculumPatch = 'learner-curriculum';
  */
 const cancelLeftoversPatch = 'learner-cancel-leftovers';
 
+/**
+ * Patch: an async learner starts a step as soon as a batch is ready, also between the groups of an
+ * admission pass; a group's children start together (one workflow task instead of a round trip per
+ * child); and a step releases stale trajectories while serving syncs, not after. Learners started
+ * earlier admitted first: a signal that woke the loop while a step was publishing began a pass
+ * (the new version had opened room), and the next step waited for all of it, a question load and G
+ * child starts per group, one after the other. `longhaul bench async` measured those waits as 1–6 s
+ * of trainer idle time per step at load 20, with a full batch ready (issue 12).
+ */
+const trainBeforeAdmissionPatch = 'learner-train-before-admission';
+
+/**
+ * Patch: the learner counts as ready exactly the trajectories a claim can take: reported, of settled
+ * kept groups, not consumed, and within η versions of the current one (from the oldest version each
+ * one reported). Learners started earlier kept a running count that added every settled group, stale
+ * or not, and subtracted every stale drop of the buffer, also drops of finished children whose group
+ * had not settled (never counted): a group passed over by the freshest-first claim stayed counted
+ * after it went stale, so steps were claimed with less than a batch there (issue 12).
+ */
+const freshReadyPatch = 'learner-fresh-ready';
+
 export async function learner(raw: LearnerInput): Promise<LearnerResult> {
   const input = validated(() => parseLearnerInput(raw));
   const { workflowId, taskQueue } = workflowInfo();
@@ -134,6 +155,8 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
   const groupBeforeChildren = patched(groupBeforeChildrenPatch);
   const hearsOfFailures = patched(childFailurePatch);
   const boundedAdmission = patched(boundedAdmissionPatch);
+  const trainBeforeAdmission = patched(trainBeforeAdmissionPatch);
+  const countsFreshReady = patched(freshReadyPatch);
   const curriculum = input.curriculum !== undefined && patched(curriculumPatch) ? input.curriculum : undefined;
   /** Training steps taken in this execution (continue-as-new after input.stepsPerExecution of them). */
   let stepsThisExecution = 0;
@@ -145,6 +168,23 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
   };
 
   const inflight = () => run.groups.reduce((count, group) => count + group.rewards.filter((reward) => reward === null).length, 0);
+  /** With the fresh-ready patch: trajectories of settled, kept groups, not consumed, within η versions (what a claim can take). */
+  const freshReady = () => {
+    const inWindow = new Set(run.groups.flatMap((group) => group.children));
+    return Object.entries(run.oldestVersions).filter(([id, oldest]) => !inWindow.has(id) && run.version - oldest <= run.settings.eta)
+      .length;
+  };
+  /** The same, pruned: settled trajectories past η left the buffer (releaseStaleTrajectories) and are forgotten here. */
+  const recountReady = () => {
+    const inWindow = new Set(run.groups.flatMap((group) => group.children));
+    const stale = new Set(
+      Object.entries(run.oldestVersions)
+        .filter(([id, oldest]) => !inWindow.has(id) && run.version - oldest > run.settings.eta)
+        .map(([id]) => id),
+    );
+    run = { ...run, oldestVersions: omit(run.oldestVersions, stale), rewards: omit(run.rewards ?? {}, stale) };
+    run = { ...run, ready: freshReady() };
+  };
   const busyFraction = () => {
     const elapsed = Date.now() - run.startedAtMs;
     return elapsed > 0 ? run.busyMs / elapsed : 0;
@@ -297,7 +337,7 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
     // The group is in the window before any child can report to it (signals of a workflow task are
     // delivered before the child starts it resolves).
     if (groupBeforeChildren) enter();
-    for (const [sample, childId] of children.entries()) {
+    const startOne = async (sample: number, childId: string) => {
       const childInput = childTrajectoryInput({
         question,
         runId: input.runId,
@@ -321,7 +361,9 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
           () => undefined,
           (error: unknown) => recordFailure({ trajectoryId: childId, runId: input.runId, message: failureMessage(error) }),
         );
-    }
+    };
+    if (trainBeforeAdmission) await Promise.all(children.map((childId, sample) => startOne(sample, childId)));
+    else for (const [sample, childId] of children.entries()) await startOne(sample, childId);
     if (!groupBeforeChildren) enter();
     return true;
   }
@@ -361,6 +403,7 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
       ready: run.ready + kept,
       dropped: run.dropped + uselessIds.size,
     };
+    if (countsFreshReady) run = { ...run, ready: freshReady() };
     if (curriculum && run.curriculum) {
       // Whole groups only (a failed child leaves no pass rate), in the order they entered the window.
       let updated = run.curriculum;
@@ -406,6 +449,7 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
         // None eligible: what is ready is too stale. Drop it for good and wait for fresh groups.
         const stale = await learnerActivities.releaseStaleTrajectories({ runId: input.runId, currentVersion: run.version, eta });
         run = { ...run, ready: 0, dropped: run.dropped + stale.dropped };
+        if (countsFreshReady) recountReady();
         return;
       }
       // A short claim (some went stale) is trained on as it is: claimed trajectories are never given back.
@@ -424,7 +468,12 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
       const batchRewards = claim.trajectoryIds.map((id) => run.rewards?.[id]).filter((reward): reward is number => reward !== undefined);
       // Serving switches to the new version before in-flight trajectories hear of it (publish), so
       // what they resubmit runs on it. Learners started before weight sync replay without the call.
-      const synced = patched('weight-sync') ? await inference.syncWeights({ runId: input.runId, version: result.version }) : undefined;
+      const sync = () => (patched('weight-sync') ? inference.syncWeights({ runId: input.runId, version: result.version }) : undefined);
+      // Trajectories that outlived η versions at the new version leave the buffer; with the patch, while serving syncs.
+      const releaseStale = () =>
+        learnerActivities.releaseStaleTrajectories({ runId: input.runId, currentVersion: result.version, eta: run.settings.eta });
+      const early = trainBeforeAdmission ? releaseStale() : undefined;
+      const synced = await sync();
       const staleness = Math.max(0, ...claim.trajectoryIds.map((id) => run.version - (run.oldestVersions[id] ?? run.version)));
       const consumed = new Set(claim.trajectoryIds);
       const stats: StepStats = {
@@ -457,12 +506,9 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
         { key: searchAttributes.policyVersion, value: run.version },
         { key: searchAttributes.meanReward, value: stats.meanReward },
       ]);
-      const released = await learnerActivities.releaseStaleTrajectories({
-        runId: input.runId,
-        currentVersion: run.version,
-        eta: run.settings.eta,
-      });
+      const released = await (early ?? releaseStale());
       if (released.dropped > 0) run = { ...run, dropped: run.dropped + released.dropped, ready: Math.max(0, run.ready - released.dropped) };
+      if (countsFreshReady) recountReady();
       await publish();
       if (input.evaluation && run.version % input.evaluation.everyVersions === 0 && patched(evaluateEveryPatch))
         await requestEvaluation(run.version);
@@ -511,9 +557,16 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
     await settleGroups();
     const { mode, batchSize, groupSize } = run.settings;
     if (mode === 'async') {
+      // With the patch a step starts only while the run has steps left (a pass may outlast the last one).
+      const mayTrain = () => !training && run.ready >= batchSize && (!trainBeforeAdmission || run.step < run.settings.maxSteps);
+      if (trainBeforeAdmission && mayTrain()) trainerRun = trainOnce();
       const perPass = boundedAdmission ? Math.max(1, Math.ceil(run.settings.maxInflight / groupSize)) : Infinity;
-      for (let admitted = 0; admitted < perPass && admissible(); admitted += 1) if (!(await startGroup())) break;
-      if (!training && run.ready >= batchSize) trainerRun = trainOnce();
+      for (let admitted = 0; admitted < perPass && admissible(); admitted += 1) {
+        // A step that became possible during the pass (the previous one finished) starts before the next group.
+        if (trainBeforeAdmission && mayTrain()) trainerRun = trainOnce();
+        if (!(await startGroup())) break;
+      }
+      if (mayTrain()) trainerRun = trainOnce();
     } else if (!training) {
       // sync: generate a whole batch, wait for all of it, then train while nothing generates
       if (run.groups.length === 0 && run.ready < batchSize && !run.paused) {

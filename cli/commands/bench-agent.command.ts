@@ -94,17 +94,24 @@ runs all of their workflows, and the embedded Temporal server's CPU and memory.
 
 export const asyncBenchmark = {
   summary: 'sync vs async learner on identical workloads (latency-model policy and trainer)',
-  usage: `longhaul bench async [--steps N] [--batch N] [--group N] [--eta N] [--max-inflight N] [--max-turns N] [--turn-delay-ms MS]
-                    [--step-seconds S] [--json]
+  usage: `longhaul bench async [--steps N] [--sync-steps N] [--batch N] [--group N] [--eta N] [--max-inflight N] [--max-turns N]
+                    [--turn-delay-ms MS] [--step-seconds S] [--json]
 
 The real learner workflow, workers and Temporal; the policy is a latency model (long-tail turn
 counts up to --max-turns, --turn-delay-ms per generation) and trainStep sleeps --step-seconds.
 Runs sync, then async, on the same questions. --max-inflight bounds the trajectories generating at
 once in async mode (default 2 × batch; sync always generates one batch at a time).
-  --json   last line: {"sync":{"samples_per_hour","trainer_busy",…},"async":{…,"max_staleness"},"speedup","eta"}`,
+  --sync-steps N  steps of the sync run (default --steps). Samples/hour is a rate, so a shorter sync
+                  run measures it in less time (sync has no ramp to amortise: every step waits for its
+                  whole batch); the output says so under "sync_steps".
+Each mode's "timeline" (from the learner's Temporal history) says where the wall went: seconds before
+the first step, seconds the trainer waited between steps and how much of that with a full batch of
+settled groups already there, trajectories started and in flight.
+  --json   last line: {"sync":{"samples_per_hour","trainer_busy",…,"timeline"},"async":{…,"max_staleness"},"speedup","eta","sync_steps"}`,
   async run(args: string[]): Promise<number> {
     const { values } = parseFlags(args, {
       steps: { type: 'string' },
+      'sync-steps': { type: 'string' },
       batch: { type: 'string' },
       group: { type: 'string' },
       eta: { type: 'string' },
@@ -119,9 +126,12 @@ once in async mode (default 2 × batch; sync always generates one batch at a tim
     const groupSize = integerFlag(values.group, 'group', 4, 1, 256);
     const options = {
       steps,
+      syncSteps: integerFlag(values['sync-steps'], 'sync-steps', steps, 1, 10_000),
       batchSize,
       groupSize,
-      questions: Math.ceil(((steps + 8) * batchSize) / groupSize),
+      // Async starts more groups than it trains on (groups that outlive η versions are dropped), and a learner out of
+      // questions waits with nothing to start: three times the groups the steps consume, plus a window, is plenty.
+      questions: Math.ceil(((3 * steps + 8) * batchSize) / groupSize),
       eta: integerFlag(values.eta, 'eta', 4, 0, 1000),
       maxTurns: integerFlag(values['max-turns'], 'max-turns', 200, 1, 10_000),
       turnDelayMs: integerFlag(values['turn-delay-ms'], 'turn-delay-ms', 50, 0, 60_000),
@@ -132,7 +142,9 @@ once in async mode (default 2 × batch; sync always generates one batch at a tim
     await stackUp(settings, { workers: false });
     const result = await runAsyncBenchmark(settings, options, (line) => console.error(line));
     if (!values.json) {
-      console.log(`sync:  ${result.sync.samples_per_hour} samples/h, trainer busy ${(result.sync.trainer_busy * 100).toFixed(0)} %`);
+      console.log(
+        `sync:  ${result.sync.samples_per_hour} samples/h, trainer busy ${(result.sync.trainer_busy * 100).toFixed(0)} % (${result.sync_steps} steps${result.sync_steps !== steps ? `, async ran ${steps}` : ''})`,
+      );
       console.log(
         `async: ${result.async.samples_per_hour} samples/h, trainer busy ${(result.async.trainer_busy * 100).toFixed(0)} %, max staleness ${result.async.max_staleness} (η=${result.eta})`,
       );
