@@ -100,13 +100,6 @@ const evaluateEveryPatch = 'learner-evaluate-every-n-versions';
 const curriculumPatch = 'learner-curriculum';
 
 /**
- * Patch: when the learner ends (maxSteps reached or out of data), it asks the trajectories still in
- * flight to cancel. They are abandoned children (so they survive continue-as-new) and used to go on
- * generating for nobody after the run: 13 of them held the policy beside the demo's final evaluation.
- */
-const cancelLeftoversPatch = 'learner-cancel-leftovers';
-
-/**
  * Patch: an async learner starts a step as soon as a batch is ready, also between the groups of an
  * admission pass; a group's children start together (one workflow task instead of a round trip per
  * child); and a step releases stale trajectories while serving syncs, not after. Learners started
@@ -584,18 +577,6 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
     await condition(() => changed);
   }
   await trainerRun;
-  if (patched(cancelLeftoversPatch)) {
-    const leftovers = run.groups.flatMap((group) => group.children.filter((_, index) => group.rewards[index] === null));
-    await Promise.all(
-      leftovers.map(async (childId) => {
-        try {
-          await getExternalWorkflowHandle(childId).cancel();
-        } catch {
-          /* finished meanwhile */
-        }
-      }),
-    );
-  }
   const wallSeconds = (Date.now() - run.startedAtMs) / 1000;
   upsertSearchAttributes([{ key: searchAttributes.status, value: 'completed' }]);
   return {
