@@ -118,10 +118,10 @@ describe('the LLM-driven synthesizer against longhaul serve (the tiny model)', (
     const sum = (field: keyof LlmUsage) =>
       rows.reduce((total, row) => total + ((row.candidate as { llmUsage: LlmUsage }).llmUsage[field] ?? 0), 0);
     assert.deepEqual(
-      [run.llm.calls, run.llm.promptTokens, run.llm.completionTokens],
+      [run.llm!.calls, run.llm!.promptTokens, run.llm!.completionTokens],
       [sum('calls'), sum('promptTokens'), sum('completionTokens')],
       'the statistics sum the candidates',
     );
-    assert.ok(run.llm.calls >= count);
+    assert.ok(run.llm!.calls >= count);
   });
 });

@@ -267,7 +267,7 @@ describe('the LLM-driven synthesizer against a replaying chat server', () => {
     assert.ok(Object.keys(run.rejectionsByReason).length >= 4, JSON.stringify(run.rejectionsByReason));
     // Each task asked once (llmAttempts 1); a call that failed or hung is counted too, with no tokens.
     for (const row of rows) assert.equal((row.candidate as { llmUsage?: { calls: number } }).llmUsage?.calls, 1, `task ${row.taskIndex}`);
-    assert.equal(run.llm.calls, garbage.length);
+    assert.equal(run.llm!.calls, garbage.length);
   });
 
   it(

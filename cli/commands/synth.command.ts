@@ -97,15 +97,15 @@ export function synthJson(result: SynthesisRunResult): Record<string, unknown> {
     tokens_per_accepted: result.tokensPerAccepted,
     seconds_per_candidate: result.secondsPerCandidate,
     tokens_per_candidate: result.tokensPerCandidate,
-    llm_calls: result.llm.calls,
-    llm_prompt_tokens: result.llm.promptTokens,
-    llm_completion_tokens: result.llm.completionTokens,
-    llm_tokens_per_candidate: result.llm.tokensPerCandidate,
+    llm_calls: result.llm?.calls ?? 0,
+    llm_prompt_tokens: result.llm?.promptTokens ?? 0,
+    llm_completion_tokens: result.llm?.completionTokens ?? 0,
+    llm_tokens_per_candidate: result.llm?.tokensPerCandidate ?? 0,
     evidence_only: {
-      checked: result.evidenceOnly.checked,
-      passed: result.evidenceOnly.passed,
-      pass_rate: result.evidenceOnly.passRate,
-      failed_where_solver_passed: result.evidenceOnly.failedWhereSolverPassed,
+      checked: result.evidenceOnly?.checked ?? 0,
+      passed: result.evidenceOnly?.passed ?? 0,
+      pass_rate: result.evidenceOnly?.passRate ?? 0,
+      failed_where_solver_passed: result.evidenceOnly?.failedWhereSolverPassed ?? 0,
     },
     wall_seconds: result.wallSeconds,
     blob_key: result.blobKey,
@@ -129,9 +129,10 @@ function printStatistics(result: SynthesisRunResult): void {
   console.log(
     `  reference solver: median ${result.medianSolverToolCalls} tool calls, ${(100 * result.shareSolverToolCallsAtLeast20).toFixed(0)} % with ≥ 20, pass rate ${result.solverPassRate}`,
   );
-  if (result.evidenceOnly.checked > 0)
+  const evidence = result.evidenceOnly;
+  if (evidence && evidence.checked > 0)
     console.log(
-      `  evidence only (gold + distractor passages, no tools): ${result.evidenceOnly.passed} of ${result.evidenceOnly.checked} answered (pass rate ${result.evidenceOnly.passRate}; ${result.evidenceOnly.failedWhereSolverPassed} not answered that the tool-using solver solved)`,
+      `  evidence only (gold + distractor passages, no tools): ${evidence.passed} of ${evidence.checked} answered (pass rate ${evidence.passRate}; ${evidence.failedWhereSolverPassed} not answered that the tool-using solver solved)`,
     );
   console.log(`  closed-book error lower bounds (accepted): ${JSON.stringify(result.difficultyDistribution)}`);
   console.log(
@@ -139,7 +140,7 @@ function printStatistics(result: SynthesisRunResult): void {
   );
   console.log(
     `  per candidate: ${result.secondsPerCandidate} task-seconds, ${result.tokensPerCandidate} tokens` +
-      (result.llm.calls > 0
+      (result.llm && result.llm.calls > 0
         ? ` · chat model: ${result.llm.calls} calls, ${result.llm.promptTokens} prompt + ${result.llm.completionTokens} completion tokens (${result.llm.tokensPerCandidate} per candidate)`
         : ''),
   );

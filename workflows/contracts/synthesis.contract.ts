@@ -226,8 +226,8 @@ export interface SynthesisStatistics {
   /** Task-seconds and tokens (policy + chat model) per candidate, whatever became of it. */
   readonly secondsPerCandidate: number;
   readonly tokensPerCandidate: number;
-  /** The chat model's calls and tokens over the run (the LLM path; zero on the grounded path). */
-  readonly llm: {
+  /** The chat model's calls and tokens over the run (the LLM path; zero on the grounded path; absent from runs made before it was counted). */
+  readonly llm?: {
     readonly calls: number;
     readonly promptTokens: number;
     readonly completionTokens: number;
@@ -235,9 +235,10 @@ export interface SynthesisStatistics {
   };
   /**
    * The evidence-only check beside the tool-using solver: candidates checked, passed, its pass rate,
-   * and how many it would have rejected (failed) among those the tool-using solver passed.
+   * and how many it would have rejected (failed) among those the tool-using solver passed. Absent from
+   * runs made before the check existed.
    */
-  readonly evidenceOnly: {
+  readonly evidenceOnly?: {
     readonly checked: number;
     readonly passed: number;
     readonly passRate: number;
