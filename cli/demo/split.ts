@@ -51,7 +51,8 @@ const answerKey = (row: QuestionRow) => normalizeAnswer(row.answers[0] ?? '');
  * side (held-out first, then warm-start, which needs gold paths, then training candidates), so a
  * held-out answer is never a training target. Then every held-out question is checked against the
  * warm-start and training questions (`ContaminationIndex`: equal normalised text, or ≥ 60 % of a
- * trained question's word 6-grams) and dropped when it overlaps one.
+ * trained question's word 6-grams) and dropped when it overlaps one; the groups left over then refill
+ * the held-out set (in the same seeded order, each question checked the same way) up to its count.
  */
 export function splitQuestions(rows: readonly QuestionRow[], counts: SplitCounts, seed: number): DemoSplit {
   const groups = new Map<string, QuestionRow[]>();
@@ -60,14 +61,14 @@ export function splitQuestions(rows: readonly QuestionRow[], counts: SplitCounts
   const heldOut: QuestionRow[] = [];
   const warmStart: QuestionRow[] = [];
   const candidates: QuestionRow[] = [];
-  let unused = 0;
+  const leftOver: QuestionRow[][] = [];
   for (const key of order) {
     const group = groups.get(key)!;
     const gold = group.filter((row) => row.goldTurns && row.goldTurns.length > 0);
     if (heldOut.length < counts.heldOut) heldOut.push(...group.slice(0, counts.heldOut - heldOut.length));
     else if (warmStart.length < counts.warmStart && gold.length > 0) warmStart.push(...gold.slice(0, counts.warmStart - warmStart.length));
     else if (candidates.length < counts.candidates) candidates.push(...group.slice(0, counts.candidates - candidates.length));
-    else unused += group.length;
+    else leftOver.push(group);
   }
   const trained = new ContaminationIndex().add('training', [...warmStart, ...candidates]);
   const contaminated: ContaminatedItem[] = [];
@@ -83,6 +84,13 @@ export function splitQuestions(rows: readonly QuestionRow[], counts: SplitCounts
     });
     return false;
   });
+  let unused = 0;
+  for (const group of leftOver) {
+    for (const row of group) {
+      if (clean.length < counts.heldOut && !trained.check(row.question).contaminated) clean.push(row);
+      else unused += 1;
+    }
+  }
   return { heldOut: clean, warmStart, candidates, contaminated, unused };
 }
 
