@@ -2,14 +2,15 @@
  * Ctrl-C (SIGINT) and SIGTERM for every command, in one place. On the first signal:
  *  1. `interruption` aborts, so code that takes it (e.g. `stackUp`) stops what it launched;
  *  2. the workflows this process started and that still run are terminated, with their running
- *     children; any that could not be are listed with the command that stops them;
+ *     children; any that could not be are listed with the command that stops them; from then on a
+ *     start fails (`refuseStarts`), and one already on its way when the signal came is terminated;
  *  3. the cleanups registered with `onInterrupt` run, newest first;
  *  4. the command gets a short grace to unwind (its in-process workers shut down: the Temporal
  *     runtime hears the same signal), then the process exits 130 (SIGINT) or 143 (SIGTERM).
  * A second signal exits at once, naming what may still run.
  */
 import type { Config } from '../infra/config.js';
-import { onWorkflowStarted, terminateRunning, type StartedWorkflow } from '../infra/temporal/started-workflows.js';
+import { onWorkflowStarted, refuseStarts, terminateRunning, type StartedWorkflow } from '../infra/temporal/started-workflows.js';
 
 const exitCodes = { SIGINT: 130, SIGTERM: 143 } as const;
 type HandledSignal = keyof typeof exitCodes;
@@ -48,8 +49,19 @@ export function isInterrupted(): boolean {
  */
 export function handleInterrupts(command: Promise<unknown>, settings: () => Config): void {
   const started = new Map<string, StartedWorkflow>();
-  onWorkflowStarted((workflow) => started.set(workflow.workflowId, workflow));
   let received: HandledSignal | undefined;
+  let swept = false;
+  onWorkflowStarted((workflow) => {
+    started.set(workflow.workflowId, workflow);
+    // A start that was already on its way to the server when the signal came, and landed after the sweep.
+    if (swept)
+      void terminateRunning(settings(), [workflow], `longhaul ${process.argv[2] ?? ''} interrupted by ${received}`).then(
+        (report) => {
+          for (const id of report.terminated) console.error(`  terminated workflow ${id}`);
+        },
+        () => console.error(`  could not stop ${workflow.workflowId}; stop it with:\n${stopHint([workflow.workflowId])}`),
+      );
+  });
   const stopHint = (ids: readonly string[]) => ids.map((id) => `  ./longhaul temporal workflow terminate --workflow-id ${id}`).join('\n');
 
   const onSignal = (signal: HandledSignal) => {
@@ -63,8 +75,11 @@ export function handleInterrupts(command: Promise<unknown>, settings: () => Conf
     received = signal;
     console.error(`\nlonghaul: ${signal} received, stopping what this command started (${signal} again to quit at once)…`);
     controller.abort(new Error(`interrupted by ${signal}`));
+    // The command keeps running until it unwinds (a demo between two stages would start the next one).
+    refuseStarts(new Error(`interrupted by ${signal}: no new workflow is started`));
     void (async () => {
       const workflows = [...started.values()];
+      swept = true;
       if (workflows.length > 0) {
         try {
           const report = await terminateRunning(settings(), workflows, `longhaul ${process.argv[2] ?? ''} interrupted by ${signal}`);

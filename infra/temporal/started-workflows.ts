@@ -21,18 +21,30 @@ export function onWorkflowStarted(listener: (started: StartedWorkflow) => void):
   return () => listeners.delete(listener);
 }
 
+let refusal: Error | undefined;
+
+/**
+ * From now on every start through a tracked client fails with `reason` before reaching the server: an
+ * interrupted command goes on running until it unwinds, and must not start workflows that nobody stops.
+ */
+export function refuseStarts(reason: Error): void {
+  refusal = reason;
+}
+
 function notify(workflowId: string, firstExecutionRunId: string, workflowType: string): void {
   for (const listener of listeners) listener({ workflowId, firstExecutionRunId, workflowType });
 }
 
-/** The client interceptor `connectClient` installs: reports starts (execute, start, signalWithStart). */
+/** The client interceptor `connectClient` installs: reports starts (execute, start, signalWithStart), or refuses them (`refuseStarts`). */
 export const startedWorkflowTracker: WorkflowClientInterceptor = {
   async start(input, next) {
+    if (refusal) throw refusal;
     const runId = await next(input);
     notify(input.options.workflowId, runId, input.workflowType);
     return runId;
   },
   async signalWithStart(input, next) {
+    if (refusal) throw refusal;
     const runId = await next(input);
     notify(input.options.workflowId, runId, input.workflowType);
     return runId;
