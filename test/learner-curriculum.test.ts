@@ -29,20 +29,23 @@ import { openContext, uniquePrefix, waitUntil } from './helpers/stack.js';
 
 /**
  * The scripted policy, except that a question whose script answers "by-seed" answers right (Lima) on
- * even seeds and wrong (Paris) on odd ones: sample s of a group has seed s, so such a group is mixed.
+ * even seeds and wrong (Paris) on odd ones: sample s of a question's n-th group has seed n·G + s, so
+ * such a group is mixed. `bySeed` collects the seeds that question was sampled with.
  */
-function policy(version: () => number) {
+function policy(version: () => number, bySeed: number[] = []) {
   const scripted = createScriptedPolicy({ version });
   return {
     ...scripted,
-    generate: (request: Parameters<typeof scripted.generate>[0], signal?: AbortSignal) =>
-      scripted.generate(
+    generate: (request: Parameters<typeof scripted.generate>[0], signal?: AbortSignal) => {
+      if (request.prompt.includes('"answer":"by-seed"')) bySeed.push(request.seed ?? 0);
+      return scripted.generate(
         {
           ...request,
           prompt: request.prompt.replace('"answer":"by-seed"', `"answer":"${(request.seed ?? 0) % 2 === 0 ? 'Lima' : 'Paris'}"`),
         },
         signal,
-      ),
+      );
+    },
   };
 }
 
@@ -66,6 +69,7 @@ test(
     const context = await openContext(prefix);
     let served = 0;
     const steps: TrainStepInput[] = [];
+    const mixedSeeds: number[] = [];
     try {
       // q0, q3, q5 always right; q1, q4, q6 always wrong; q2 right on one sample of two.
       const kinds = ['right', 'wrong', 'mixed', 'right', 'wrong', 'right', 'wrong'] as const;
@@ -79,7 +83,7 @@ test(
         blobs: context.blobs,
         pool: context.pool,
         prefix: context.config.taskQueuePrefix,
-        backend: policy(() => served),
+        backend: policy(() => served, mixedSeeds),
         tools: createScriptedTools(),
         roles: ['agent', 'gpu-infer', 'tools', 'gpu-train'],
         extraActivities: {
@@ -173,6 +177,11 @@ test(
         [0, 1, 2, 3, 4].map((group) => [`-q2-g${group}-s0`, `-q2-g${group}-s1`]),
       );
       assert.equal(result.dropped, 24, 'the 12 all-equal groups (mastered and too-hard questions) were dropped');
+      // q2's five groups of two (one generation each) sampled ten different seeds, not seeds 0 and 1 five times.
+      assert.deepEqual(
+        [...mixedSeeds].sort((a, b) => a - b),
+        [0, 1, 2, 3, 4, 5, 6, 7, 8, 9],
+      );
     } finally {
       await context.close();
     }

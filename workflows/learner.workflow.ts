@@ -120,6 +120,14 @@ const trainBeforeAdmissionPatch = 'learner-train-before-admission';
  */
 const freshReadyPatch = 'learner-fresh-ready';
 
+/**
+ * Patch: the curriculum's n-th group of a question samples with seeds n·G … n·G + G − 1. Learners
+ * started earlier gave every group of a question seeds 0 … G − 1, so two groups of it started at the
+ * same policy version were the same text sample by sample (s19 demo: q2's groups 0 and 1 gave the
+ * same four answers), a group's worth of rollouts spent on a copy that counted twice in the batch.
+ */
+const distinctGroupSeedsPatch = 'learner-distinct-group-seeds';
+
 export async function learner(raw: LearnerInput): Promise<LearnerResult> {
   const input = validated(() => parseLearnerInput(raw));
   const { workflowId, taskQueue } = workflowInfo();
@@ -149,6 +157,7 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
   const hearsOfFailures = patched(childFailurePatch);
   const boundedAdmission = patched(boundedAdmissionPatch);
   const trainBeforeAdmission = patched(trainBeforeAdmissionPatch);
+  const distinctGroupSeeds = patched(distinctGroupSeedsPatch);
   const countsFreshReady = patched(freshReadyPatch);
   const curriculum = input.curriculum !== undefined && patched(curriculumPatch) ? input.curriculum : undefined;
   /** Training steps taken in this execution (continue-as-new after input.stepsPerExecution of them). */
@@ -296,10 +305,10 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
   }
 
   /** The next group's question: the dataset's next line, or the curriculum's pick of its active set. */
-  async function nextGroupQuestion(): Promise<{ question: QuestionRow; index: number; groupId: string } | undefined> {
+  async function nextGroupQuestion(): Promise<{ question: QuestionRow; index: number; groupId: string; draw: number } | undefined> {
     if (!curriculum || !run.curriculum) {
       const question = await learnerActivities.loadQuestion({ datasetKey: input.datasetKey, index: run.nextQuestion });
-      return question ? { question, index: run.nextQuestion, groupId: `${input.runId}-q${run.nextQuestion}` } : undefined;
+      return question ? { question, index: run.nextQuestion, groupId: `${input.runId}-q${run.nextQuestion}`, draw: 0 } : undefined;
     }
     const picked = pickQuestion(run.curriculum, inflightGroupsOf);
     if (!picked) return undefined;
@@ -309,6 +318,7 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
       question: { ...question, id: curriculumGroupQuestionId(question.id, picked.groups) },
       index: picked.index,
       groupId: `${input.runId}-q${picked.index}-g${picked.groups}`,
+      draw: picked.groups,
     };
   }
 
@@ -337,6 +347,7 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
         datasetKey: input.datasetKey,
         policyVersion: run.version,
         sample,
+        ...(distinctGroupSeeds && next.draw > 0 ? { seedOffset: next.draw * run.settings.groupSize } : {}),
         settings: rolloutSettings,
         reportTo: workflowId,
       });

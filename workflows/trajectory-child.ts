@@ -15,6 +15,11 @@ export interface ChildTrajectoryRequest {
   readonly policyVersion: number;
   /** Index of the sample within its group: offsets the seed. */
   readonly sample: number;
+  /**
+   * Added to the seed as well: the learner's curriculum draws a question for several groups, and
+   * each group must sample other seeds than the last (else a group at the same version repeats one).
+   */
+  readonly seedOffset?: number;
   readonly settings?: TrajectorySettings;
   /** Workflow id to signal with the finished record (the learner). */
   readonly reportTo?: string;
@@ -33,7 +38,7 @@ export function childTrajectoryInput(request: ChildTrajectoryRequest): Trajector
     policyVersion: request.policyVersion,
     ...(request.reportTo !== undefined ? { reportTo: request.reportTo } : {}),
     ...(settings?.limits ? { limits: settings.limits } : {}),
-    options: { ...(settings?.options ?? {}), seed: (settings?.options?.seed ?? 0) + request.sample },
+    options: { ...(settings?.options ?? {}), seed: (settings?.options?.seed ?? 0) + (request.seedOffset ?? 0) + request.sample },
     ...(settings?.rewardMetric ? { rewardMetric: settings.rewardMetric } : {}),
     ...(settings?.rewardFormatWeight !== undefined ? { rewardFormatWeight: settings.rewardFormatWeight } : {}),
     ...(request.forcedTurns ? { forcedTurns: request.forcedTurns } : {}),
