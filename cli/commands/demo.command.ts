@@ -8,6 +8,7 @@ import { openServices } from '../../composition/services.js';
 import { loadQuestionSet } from '../../composition/question-sets.js';
 import { toQuestionRow } from '../../activities/question-sets/question-set.js';
 import { stackUp } from '../../infra/services/stack.js';
+import { startedLine } from './status.command.js';
 import { parseRlHyperparameters, parseSftHyperparameters } from '../../gpu/train/train-step.schema.js';
 import { parseEvaluationInput } from '../../workflows/contracts/evaluation.input.js';
 import { parseLearnerCurriculum, parseLearnerSettings } from '../../workflows/contracts/learner.input.js';
@@ -308,7 +309,7 @@ warm start, a --band outside [0, 1], an empty held-out set (--heldout 0, or a --
     const stackStartedAt = Date.now();
     await stackUp(settings, {
       workers: false,
-      onStarted: (name, seconds) => console.error(`  ✓ ${name}${seconds >= 0.05 ? ` (${seconds.toFixed(1)} s)` : ''}`),
+      onStarted: (name, seconds, outcome) => console.error(startedLine(name, seconds, outcome)),
     });
     const webUi = settings.temporal.embedded
       ? `http://127.0.0.1:${settings.temporal.uiPort}/namespaces/${settings.temporal.namespace}/workflows`

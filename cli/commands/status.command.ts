@@ -1,9 +1,15 @@
 import type { Config } from '../../infra/config.js';
 import { config } from '../../infra/config.js';
-import type { ServiceStatus } from '../../infra/services/service.js';
+import type { ServiceStatus, StartOutcome } from '../../infra/services/service.js';
 import { stackStatus } from '../../infra/services/stack.js';
 import { parseFlags } from '../arguments.js';
 import type { Command } from '../command.js';
+
+/** The line `up` and the demo print as each service comes up. */
+export function startedLine(name: string, seconds: number, outcome: StartOutcome): string {
+  const took = seconds >= 0.05 ? ` (${seconds.toFixed(1)} s)` : '';
+  return outcome === 'restarted' ? `  ✓ ${name} restarted: it ran the code of an earlier build${took}` : `  ✓ ${name}${took}`;
+}
 
 export function printStatus(statuses: ServiceStatus[], json: boolean, settings: Config): void {
   if (json) {

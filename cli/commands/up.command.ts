@@ -3,7 +3,7 @@ import { stackUp, stackStatus } from '../../infra/services/stack.js';
 import { parseFlags } from '../arguments.js';
 import type { Command } from '../command.js';
 import { interruption, onInterrupt } from '../interrupt.js';
-import { printStatus } from './status.command.js';
+import { printStatus, startedLine } from './status.command.js';
 
 export const upCommand: Command = {
   name: 'up',
@@ -26,8 +26,8 @@ to start (or on Ctrl-C), the services this run launched are stopped again.
     const starting = stackUp(settings, {
       workers: !values['no-workers'],
       signal: interruption,
-      onStarted: (name, seconds) => {
-        if (!values.json) console.error(`  ✓ ${name}${seconds >= 0.05 ? ` (${seconds.toFixed(1)} s)` : ''}`);
+      onStarted: (name, seconds, outcome) => {
+        if (!values.json) console.error(startedLine(name, seconds, outcome));
       },
     });
     const unregister = onInterrupt('stopping the services this up launched', () =>

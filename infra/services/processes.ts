@@ -66,6 +66,18 @@ function processStartTime(pid: number): string | undefined {
   }
 }
 
+/**
+ * True when `file` changed after the process `name` was started (its pid file was written): a worker
+ * started before the last build runs the code of the build before. False when either is missing.
+ */
+export function changedSinceStart(home: string, name: string, file: string): boolean {
+  try {
+    return fs.statSync(file).mtimeMs > fs.statSync(pidFile(home, name)).mtimeMs;
+  } catch {
+    return false;
+  }
+}
+
 /** Start `spec` detached, logging to <home>/logs/<name>.log; returns its pid. */
 export function startDetached(home: string, spec: ManagedProcess): number {
   fs.mkdirSync(runDir(home), { recursive: true });

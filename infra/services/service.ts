@@ -11,8 +11,11 @@ export interface ServiceStatus {
   readonly metrics?: string;
 }
 
-/** What a start did: `launched` a process (which `stop()` undoes), or `reused` one already running or provided. */
-export type StartOutcome = 'launched' | 'reused';
+/**
+ * What a start did: `launched` a process (which `stop()` undoes), `reused` one already running or
+ * provided, or `restarted` one that ran older code (a worker started before the last build).
+ */
+export type StartOutcome = 'launched' | 'reused' | 'restarted';
 
 export interface Service {
   readonly name: string;

@@ -4,7 +4,7 @@ import { postgresService } from './postgres.service.js';
 import { s3Service } from './s3.service.js';
 import { temporalService } from './temporal.service.js';
 import { workerServices } from './workers.service.js';
-import type { Service, ServiceStatus } from './service.js';
+import type { Service, ServiceStatus, StartOutcome } from './service.js';
 
 export function coreServices(config: Config): Service[] {
   return [postgresService(config), s3Service(config), temporalService(config)];
@@ -12,7 +12,7 @@ export function coreServices(config: Config): Service[] {
 
 export interface UpOptions {
   readonly workers: boolean;
-  readonly onStarted?: (service: string, seconds: number) => void;
+  readonly onStarted?: (service: string, seconds: number, outcome: StartOutcome) => void;
   /** Aborting it makes `stackUp` stop what it launched (once the starts in flight have settled) and throw. */
   readonly signal?: AbortSignal;
 }
@@ -27,8 +27,9 @@ export async function stackUp(config: Config, options: UpOptions): Promise<void>
   const launched: Service[] = [];
   const start = async (service: Service) => {
     const startedAt = Date.now();
-    if ((await service.start()) === 'launched') launched.push(service);
-    options.onStarted?.(service.name, (Date.now() - startedAt) / 1000);
+    const outcome = await service.start();
+    if (outcome !== 'reused') launched.push(service);
+    options.onStarted?.(service.name, (Date.now() - startedAt) / 1000, outcome);
   };
   try {
     options.signal?.throwIfAborted();
