@@ -14,7 +14,8 @@ Starts the embedded stack under LONGHAUL_HOME (default .longhaul/): the Temporal
 (SQLite persistence, Web UI, search attributes registered), a project-local Postgres cluster
 (migrations applied), SeaweedFS serving S3 (bucket created) and one worker per task queue.
 Services given by TEMPORAL_ADDRESS, DATABASE_URL or S3_ENDPOINT are used instead of started.
-Running it twice is harmless; \`longhaul down\` then \`up\` keeps all data. When a service fails
+Running it twice is harmless; \`longhaul down\` then \`up\` keeps all data. A worker that was
+started before the last build is restarted (it would serve the old code). When a service fails
 to start (or on Ctrl-C), the services this run launched are stopped again.
 
   --no-workers   start services only (tests run their own workers)
