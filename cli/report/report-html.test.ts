@@ -110,6 +110,9 @@ test('held-out points without an interval are drawn at their mean; evaluation re
   assert.deepEqual((chart.spec.data as { values: unknown[] }).values, [
     { version: 2, series: 'demo held-out EM', n: 1, mean: 1, low: 1, high: 1 },
   ]);
+  // Accuracy keeps its [0, 1] axis (all-zero accuracies drew one tick labelled 0.000000).
+  const layers = chart.spec.layer as { encoding: { y: { scale?: { domain?: number[] } } } }[];
+  assert.deepEqual(layers[1]!.encoding.y.scale, { domain: [0, 1] });
   const html = renderReport(model, runtime);
   assert.match(
     html,

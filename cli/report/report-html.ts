@@ -32,7 +32,8 @@ const fixed = (value: number | null | undefined, digits = 3) =>
   value === null || value === undefined || Number.isNaN(value) ? '–' : value.toFixed(digits);
 const percent = (value: number | null | undefined) => (value === null || value === undefined ? '–' : `${(value * 100).toFixed(0)} %`);
 
-function intervalChart(values: readonly object[], yTitle: string): Record<string, unknown> {
+/** `domain`: a fixed y range (accuracy is a share: [0, 1], also when every value is 0, where a free axis collapses to one tick). */
+function intervalChart(values: readonly object[], yTitle: string, domain?: readonly [number, number]): Record<string, unknown> {
   const x = { field: 'version', type: 'ordinal', title: 'policy version', axis: { labelAngle: 0 } };
   const color = { field: 'series', type: 'nominal', title: null, legend: { orient: 'bottom', columns: 2, labelLimit: 400 } };
   return {
@@ -49,7 +50,7 @@ function intervalChart(values: readonly object[], yTitle: string): Record<string
         mark: { type: 'line', point: { filled: true, size: 60 } },
         encoding: {
           x,
-          y: { field: 'mean', type: 'quantitative', title: yTitle, scale: { zero: true } },
+          y: { field: 'mean', type: 'quantitative', title: yTitle, scale: domain ? { domain: [...domain] } : { zero: true } },
           color,
           tooltip: [
             { field: 'series' },
@@ -102,7 +103,7 @@ export function reportCharts(model: ReportModel): Chart[] {
       title: 'Held-out accuracy per policy version',
       description:
         'Evaluation results (Avg@k with their 95 % bootstrap interval) and the demo’s held-out evaluations (EM per trajectory, 95 % bootstrap interval over questions).',
-      spec: intervalChart(withBounds(model.heldOut), 'accuracy'),
+      spec: intervalChart(withBounds(model.heldOut), 'accuracy', [0, 1]),
     });
   if (model.steps.length) {
     charts.push({
@@ -160,7 +161,7 @@ export function reportCharts(model: ReportModel): Chart[] {
         data: { values: model.throughput },
         mark: { type: 'line', point: true },
         encoding: {
-          x: { field: 'at', type: 'temporal', title: 'time' },
+          x: { field: 'at', type: 'temporal', title: 'time', axis: { format: '%H:%M' } },
           y: { field: 'samplesPerHour', type: 'quantitative', title: 'samples / hour' },
           tooltip: [
             { field: 'at', type: 'temporal', format: '%H:%M:%S' },
