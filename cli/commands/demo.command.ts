@@ -249,6 +249,10 @@ terminates them; an evaluation then keeps the questions it had scored).
   --seed S               synthesis and split seed (default 13)
   --fresh-synthesis      synthesize even when an earlier run made a dataset with the same key
   --heldout N            held-out questions (default ${presets.default.heldout}; ≥ 1)
+  --contamination MODE   which overlap with a trained question drops a held-out one: ngram (equal
+                         text or ≥ 60 % shared word 6-grams, default: also a template sibling with
+                         another entity) or text (equal text only: held-out questions may share the
+                         trained templates; answers stay apart either way)
   --sft-questions N      warm-start gold paths (default ${presets.default.sftQuestions})
   --train-candidates N   RL's training questions (default ${presets.default.trainCandidates}; probed first with --band-probe)
   --warm-start gold|none SFT on gold paths, or none (--no-warm-start)

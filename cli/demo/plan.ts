@@ -69,7 +69,13 @@ export interface DemoPlan {
   /** A question-set file instead of synthesis (`--dataset`). */
   readonly datasetFile: string | null;
   readonly synthesis: SynthesisPlan;
-  readonly split: { readonly heldOut: number; readonly warmStart: number; readonly candidates: number };
+  readonly split: {
+    readonly heldOut: number;
+    readonly warmStart: number;
+    readonly candidates: number;
+    /** Absent in plans written before the flag: ngram. */
+    readonly contamination?: 'ngram' | 'text';
+  };
   readonly warmStart: { readonly source: 'gold' | 'none'; readonly epochs: number; readonly hyperparameters: Record<string, unknown> };
   /**
    * The learnable band LOW < p < HIGH. enabled: probe the candidates first (k samples each at the RL
@@ -127,6 +133,7 @@ export const demoFlagOptions = {
   'eval-temperature': { type: 'string' },
   'reference-limit': { type: 'string' },
   'from-version': { type: 'string' },
+  contamination: { type: 'string' },
 } as const;
 
 export type DemoFlagValues = Partial<Record<keyof typeof demoFlagOptions, string | boolean>>;
@@ -234,6 +241,11 @@ export function demoPlan(values: DemoFlagValues): DemoPlan {
     throw new UsageError(
       `--synth-count: ${synthCount} candidates per hop count × ${hops.length} cannot give ${heldOut} held-out + ${warmStart} warm-start + ${candidates} training questions; raise --synth-count or lower --heldout`,
     );
+  const contamination = text(values.contamination) ?? 'ngram';
+  if (contamination !== 'ngram' && contamination !== 'text')
+    throw new UsageError(
+      `--contamination expects ngram (text or shared word 6-grams, the default) or text (equal text only), got "${contamination}"`,
+    );
   const band = parseBand(text(values.band));
   if (values['band-probe'] === true && values['no-band'] === true) throw new UsageError('--band-probe contradicts --no-band; give one');
   const probe = values['band-probe'] === true || (preset.bandProbe && values['no-band'] !== true);
@@ -286,7 +298,7 @@ export function demoPlan(values: DemoFlagValues): DemoPlan {
       concurrency: 4,
       reuse: values['fresh-synthesis'] !== true,
     },
-    split: { heldOut, warmStart, candidates },
+    split: { heldOut, warmStart, candidates, contamination },
     warmStart: {
       source: warmSource,
       epochs: sftEpochs,

@@ -138,3 +138,22 @@ test('the seeded shuffle is a permutation', () => {
   );
   assert.notDeepEqual(shuffled, items);
 });
+
+test('--contamination text keeps a held-out template sibling of a trained question that ngram drops', () => {
+  const siblings: QuestionRow[] = [
+    { id: 'a', question: 'What is the capital of the country in which the town of Podujeva lies?', answers: ['Pristina'] },
+    { id: 'b', question: 'What is the capital of the country in which the town of Prilep lies?', answers: ['Skopje'] },
+  ];
+  const counts = { heldOut: 1, warmStart: 0, candidates: 1 };
+  const ngram = splitQuestions(siblings, counts, 3);
+  assert.equal(ngram.heldOut.length, 0);
+  assert.equal(ngram.contaminated.length, 1);
+  assert.equal(ngram.contaminated[0]!.reason, 'ngram');
+  const text = splitQuestions(siblings, { ...counts, contamination: 'text' }, 3);
+  assert.equal(text.heldOut.length, 1);
+  assert.equal(text.contaminated.length, 0);
+  assert.notEqual(text.heldOut[0]!.answers[0], text.candidates[0]!.answers[0], 'the answers stay apart');
+  // Equal text is contamination under both rules.
+  const twins: QuestionRow[] = [siblings[0]!, { ...siblings[0]!, id: 'c', answers: ['Prishtina'] }];
+  assert.equal(splitQuestions(twins, { ...counts, contamination: 'text' }, 3).contaminated[0]?.reason, 'normalised-text');
+});

@@ -13,6 +13,13 @@ export interface SplitCounts {
   readonly heldOut: number;
   readonly warmStart: number;
   readonly candidates: number;
+  /**
+   * Which overlap drops a held-out question: `ngram` (default) equal normalised text or ≥ 60 % of a
+   * trained question's word 6-grams, which also catches a template sibling (same wording, another
+   * entity and answer); `text` equal normalised text only, so held-out questions may share a trained
+   * question's template (the answer groups stay apart either way).
+   */
+  readonly contamination?: 'ngram' | 'text';
 }
 
 export interface ContaminatedItem {
@@ -72,9 +79,13 @@ export function splitQuestions(rows: readonly QuestionRow[], counts: SplitCounts
   }
   const trained = new ContaminationIndex().add('training', [...warmStart, ...candidates]);
   const contaminated: ContaminatedItem[] = [];
+  const overlaps = (question: string) => {
+    const verdict = trained.check(question);
+    return verdict.contaminated && (counts.contamination !== 'text' || verdict.reason === 'normalised-text') ? verdict : undefined;
+  };
   const clean = heldOut.filter((row) => {
-    const verdict = trained.check(row.question);
-    if (!verdict.contaminated) return true;
+    const verdict = overlaps(row.question);
+    if (!verdict) return true;
     contaminated.push({
       id: row.id,
       question: row.question,
@@ -87,7 +98,7 @@ export function splitQuestions(rows: readonly QuestionRow[], counts: SplitCounts
   let unused = 0;
   for (const group of leftOver) {
     for (const row of group) {
-      if (clean.length < counts.heldOut && !trained.check(row.question).contaminated) clean.push(row);
+      if (clean.length < counts.heldOut && !overlaps(row.question)) clean.push(row);
       else unused += 1;
     }
   }
