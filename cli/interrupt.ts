@@ -47,6 +47,8 @@ export function isInterrupted(): boolean {
  * Install the handlers for one command run. `command` is its promise (awaited briefly when
  * interrupted); `settings` gives the Temporal address, read only when there is something to terminate.
  */
+const terminateReason = (signal: HandledSignal) => `longhaul ${process.argv[2] ?? ''} interrupted by ${signal}`;
+
 export function handleInterrupts(command: Promise<unknown>, settings: () => Config): void {
   const started = new Map<string, StartedWorkflow>();
   let received: HandledSignal | undefined;
@@ -55,7 +57,7 @@ export function handleInterrupts(command: Promise<unknown>, settings: () => Conf
     started.set(workflow.workflowId, workflow);
     // A start that was already on its way to the server when the signal came, and landed after the sweep.
     if (swept)
-      void terminateRunning(settings(), [workflow], `longhaul ${process.argv[2] ?? ''} interrupted by ${received}`).then(
+      void terminateRunning(settings(), [workflow], terminateReason(received!)).then(
         (report) => {
           for (const id of report.terminated) console.error(`  terminated workflow ${id}`);
         },
@@ -82,7 +84,7 @@ export function handleInterrupts(command: Promise<unknown>, settings: () => Conf
       swept = true;
       if (workflows.length > 0) {
         try {
-          const report = await terminateRunning(settings(), workflows, `longhaul ${process.argv[2] ?? ''} interrupted by ${signal}`);
+          const report = await terminateRunning(settings(), workflows, terminateReason(signal));
           for (const id of report.terminated) console.error(`  terminated workflow ${id}`);
           if (report.failed.length > 0) {
             console.error(

@@ -6,7 +6,7 @@ import { changedSinceStart, runningPid, startDetached, stopProcess } from './pro
 import type { Service, ServiceStatus } from './service.js';
 
 /** Touched by every build (infra/install.sh): a worker started before it runs the previous code. */
-export const buildStamp = path.join(repoRoot, 'dist', '.build-stamp');
+const buildStamp = path.join(repoRoot, 'dist', '.build-stamp');
 
 /**
  * One background worker process per task queue (DESIGN §2), started by `longhaul up`. A worker that
