@@ -45,6 +45,7 @@ export async function resolveLocalPolicy(
   const { dir, row } = await materializePolicyVersion({
     ...stores,
     cacheDir: versionCacheDir(settings),
+    keep: settings.versionCacheKeep,
     ...(wanted !== null ? { version: wanted } : {}),
   });
   return { dir, version: row.version };

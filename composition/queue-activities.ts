@@ -197,7 +197,15 @@ export async function workerActivities(role: QueueRole, settings: Config, blobs:
         backend: settings.policy.backend,
         apiKey: settings.policy.openai.apiKey,
         folderOf: async (version) =>
-          (await materializePolicyVersion({ blobs, versions, cacheDir: versionCacheDir(settings), version })).dir,
+          (
+            await materializePolicyVersion({
+              blobs,
+              versions,
+              cacheDir: versionCacheDir(settings),
+              version,
+              keep: settings.versionCacheKeep,
+            })
+          ).dir,
       });
       return {
         activities: inferenceQueueActivities({ blobs, backend, weightSync }),
@@ -236,6 +244,7 @@ export async function workerActivities(role: QueueRole, settings: Config, blobs:
             trajectories: services.trajectories,
             python,
             home: settings.home,
+            cacheKeep: settings.versionCacheKeep,
           }),
         },
         close: () => services.close(),

@@ -380,6 +380,15 @@ export const environmentSchema = z.object({
     .default('cpu')
     .describe("onnxruntime execution provider; `cuda` needs onnxruntime-node's CUDA build and falls back to cpu when it is missing."),
   LONGHAUL_ONNX_THREADS: z.coerce.number().int().min(0).max(1024).default(0).describe('onnxruntime intra-op threads (0: one per core).'),
+  LONGHAUL_VERSION_CACHE_KEEP: z.coerce
+    .number()
+    .int()
+    .min(2)
+    .max(1000)
+    .default(3)
+    .describe(
+      'Policy versions kept in each local cache (<home>/models/versions for inference, <home>/models/train for the trainer), most recently used first; older folders are deleted (their files stay in the blob store and are downloaded again when used). About 1.2 GB per SmolLM2-135M version.',
+    ),
   LONGHAUL_OPENAI_BASE_URL: z
     .string()
     .url('expected a URL such as http://127.0.0.1:8000/v1')
@@ -501,6 +510,8 @@ export interface Config {
     readonly searchEngine: 'fts' | 'dense' | 'hybrid';
     readonly embeddings: { readonly url: string; readonly model: string } | null;
   };
+  /** Versions each local version cache keeps (gpu/infer/version-cache.ts). */
+  readonly versionCacheKeep: number;
   readonly policy: {
     readonly backend: PolicyBackendName;
     readonly modelDir: string | null;
@@ -617,6 +628,7 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
       embeddings:
         env.LONGHAUL_EMBEDDINGS_URL === undefined ? null : { url: env.LONGHAUL_EMBEDDINGS_URL, model: env.LONGHAUL_EMBEDDINGS_MODEL },
     },
+    versionCacheKeep: env.LONGHAUL_VERSION_CACHE_KEEP,
     policy: {
       backend: env.LONGHAUL_POLICY_BACKEND,
       modelDir: env.LONGHAUL_MODEL_DIR === undefined ? null : path.resolve(env.LONGHAUL_MODEL_DIR),

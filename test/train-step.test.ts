@@ -12,10 +12,12 @@ import { after, before, describe, it } from 'node:test';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { createBufferActivities } from '../activities/buffer.activities.js';
+import type { BlobStore } from '../activities/ports/blob-store.port.js';
 import { publishPolicyVersion } from '../gpu/infer/policy-store.js';
 import { testPython, tinyModelDir } from './doubles/test-model.js';
 import { createTrainActivities, type TrainStepOutput } from '../gpu/train/train-step.activities.js';
-import { trainingOf, versionFolderName } from '../gpu/train/version-files.js';
+import { trainingOf } from '../gpu/train/version-files.js';
+import { versionFolderName } from '../gpu/infer/version-cache.js';
 import { createPgTrajectoryBuffer } from '../infra/postgres/buffer.pg.js';
 import { createPgPolicyVersionStore } from '../infra/postgres/policy-version-store.pg.js';
 import { createPgTrajectoryStore } from '../infra/postgres/trajectory-store.pg.js';
@@ -34,9 +36,11 @@ describe('the trainStep and sftStep activities', () => {
   let activities: ReturnType<typeof createTrainActivities>;
   const versions = () => createPgPolicyVersionStore(context.pool);
   const stores = () => ({ blobs: context.blobs, trajectories: createPgTrajectoryStore(context.pool) });
-  const make = (options: { home?: string; onnx?: 'auto' | 'skip' } = {}) =>
+  const make = (options: { home?: string; onnx?: 'auto' | 'skip'; blobs?: BlobStore; cacheKeep?: number } = {}) =>
     createTrainActivities({
       ...stores(),
+      ...(options.blobs ? { blobs: options.blobs } : {}),
+      ...(options.cacheKeep ? { cacheKeep: options.cacheKeep } : {}),
       versions: versions(),
       python: testPython(),
       home: options.home ?? home,
@@ -236,5 +240,45 @@ describe('the trainStep and sftStep activities', () => {
     )) as TrainStepOutput;
     assert.deepEqual([retried.version, retried.trained], [base + 3, true]);
     assert.notEqual(fs.readFileSync(path.join(leftover, 'model.safetensors'), 'utf8').slice(0, 12), 'half-written');
+  });
+
+  it("a retry after a failed upload publishes the engine's output without training again; the trainer's cache keeps its newest versions", async () => {
+    const input = step({
+      step: 5,
+      baseVersion: base + 3,
+      outputVersion: base + 4,
+      hyperparameters: { ...hyperparameters, ppo: { maxStaleness: 5 } },
+    });
+    let refused = 0;
+    const failing: BlobStore = {
+      ...context.blobs,
+      put: async (key, body, contentType) => {
+        if (key.includes(versionFolderName(base + 4)) && key.endsWith('model.safetensors')) {
+          refused += 1;
+          throw new Error('S3 PutObject: 500 Internal Server Error (volume is read-only)');
+        }
+        return context.blobs.put(key, body, contentType);
+      },
+    };
+    const before = engineStarts;
+    await assert.rejects(new MockActivityEnvironment().run(make({ blobs: failing }).trainStep, input), (error: unknown) => {
+      assert.ok(error instanceof ApplicationFailure, String(error));
+      assert.deepEqual([error.type, error.nonRetryable], ['LonghaulUnavailable', false]);
+      return true;
+    });
+    assert.equal(refused, 1);
+    assert.equal(engineStarts, before + 1);
+    assert.equal(await versions().get(base + 4), undefined);
+    const beats: unknown[] = [];
+    const environment = new MockActivityEnvironment();
+    environment.on('heartbeat', (details: unknown) => beats.push(details));
+    const retried = (await environment.run(make({ cacheKeep: 2 }).trainStep, input)) as TrainStepOutput;
+    assert.deepEqual([retried.version, retried.trained], [base + 4, true]);
+    assert.equal(engineStarts, before + 1, 'the retry reused the engine output');
+    assert.ok(beats.some((beat) => (beat as { event?: string }).event === 'reusing'));
+    assert.equal(trainingOf((await versions().get(base + 4))!)?.step, 5);
+    assert.equal(retried.metrics.policyVersion, base + 4);
+    const cached = fs.readdirSync(path.join(home, 'models', 'train')).filter((name) => /^v\d{6,}$/.test(name));
+    assert.deepEqual(cached.sort(), [versionFolderName(base + 3), versionFolderName(base + 4)], 'keep 2: the base and the output');
   });
 });

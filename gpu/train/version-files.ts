@@ -13,6 +13,8 @@ import type { BlobStore } from '../../activities/ports/blob-store.port.js';
 import type { PolicyFile, PolicyVersionRow, PolicyVersionStore } from '../../activities/ports/policy-version-store.port.js';
 import { manifestFileName, modelFiles } from '../infer/model-files.js';
 import { errorTypes, LonghaulError } from '../../workflows/contracts/errors.js';
+import { markUsed, versionFolderName } from '../infer/version-cache.js';
+import { refusePruned } from '../infer/policy-store.js';
 
 /** Provenance of a trained version, stored in its row's manifest. */
 export const trainingRecordSchema = z.object({
@@ -29,7 +31,6 @@ export function trainingOf(row: PolicyVersionRow): TrainingRecord | undefined {
   return parsed.success ? parsed.data : undefined;
 }
 
-export const versionFolderName = (version: number) => `v${String(version).padStart(6, '0')}`;
 export const trainedBlobPrefix = (runId: string, version: number) => `policies/${runId}/${versionFolderName(version)}/`;
 
 const sha256 = (body: Buffer) => createHash('sha256').update(body).digest('hex');
@@ -47,8 +48,12 @@ function matchesRow(dir: string, row: PolicyVersionRow): boolean {
  * naming its registered version, so the engine accepts it as that version with a fresh optimizer.
  */
 export async function stageVersion(blobs: BlobStore, row: PolicyVersionRow, cacheRoot: string): Promise<string> {
+  refusePruned(row);
   const dir = path.join(cacheRoot, versionFolderName(row.version));
-  if (fs.existsSync(dir) && matchesRow(dir, row)) return dir;
+  if (fs.existsSync(dir) && matchesRow(dir, row)) {
+    markUsed(dir);
+    return dir;
+  }
   const staging = `${dir}.partial-${process.pid}`;
   fs.rmSync(staging, { recursive: true, force: true });
   fs.mkdirSync(staging, { recursive: true });

@@ -10,6 +10,7 @@ const rowSchema = z.object({
   manifest: z.record(z.string(), z.unknown()),
   parent_version: z.number().int().nullable(),
   created_at: z.date(),
+  pruned_at: z.date().nullable(),
 });
 
 function toRow(raw: unknown): PolicyVersionRow {
@@ -22,10 +23,11 @@ function toRow(raw: unknown): PolicyVersionRow {
     manifest: row.manifest,
     parentVersion: row.parent_version,
     createdAt: row.created_at,
+    prunedAt: row.pruned_at,
   };
 }
 
-const columns = 'version, name, blob_prefix, files, manifest, parent_version, created_at';
+const columns = 'version, name, blob_prefix, files, manifest, parent_version, created_at, pruned_at';
 
 export function createPgPolicyVersionStore(pool: pg.Pool): PolicyVersionStore {
   return {
@@ -43,6 +45,16 @@ export function createPgPolicyVersionStore(pool: pg.Pool): PolicyVersionStore {
     async latest() {
       const result = await pool.query(`SELECT ${columns} FROM policy_versions ORDER BY version DESC LIMIT 1`);
       return result.rows[0] === undefined ? undefined : toRow(result.rows[0]);
+    },
+    async list(range = {}) {
+      const result = await pool.query(`SELECT ${columns} FROM policy_versions WHERE version BETWEEN $1 AND $2 ORDER BY version`, [
+        range.from ?? 0,
+        range.to ?? 2 ** 31 - 1,
+      ]);
+      return result.rows.map(toRow);
+    },
+    async markPruned(version) {
+      await pool.query('UPDATE policy_versions SET pruned_at = now() WHERE version = $1 AND pruned_at IS NULL', [version]);
     },
   };
 }
