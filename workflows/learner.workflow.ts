@@ -170,22 +170,23 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
   };
 
   const inflight = () => run.groups.reduce((count, group) => count + group.rewards.filter((reward) => reward === null).length, 0);
-  /** With the fresh-ready patch: trajectories of settled, kept groups, not consumed, within η versions (what a claim can take). */
-  const freshReady = () => {
+  /** Settled, kept trajectories outside the window: within η versions (what a claim can take) or past it. */
+  const settledOutsideWindow = () => {
     const inWindow = new Set(run.groups.flatMap((group) => group.children));
-    return Object.entries(run.oldestVersions).filter(([id, oldest]) => !inWindow.has(id) && run.version - oldest <= run.settings.eta)
-      .length;
+    const fresh: string[] = [];
+    const stale: string[] = [];
+    for (const [id, oldest] of Object.entries(run.oldestVersions)) {
+      if (!inWindow.has(id)) (run.version - oldest <= run.settings.eta ? fresh : stale).push(id);
+    }
+    return { fresh, stale };
   };
+  /** With the fresh-ready patch: how many a claim can take. */
+  const freshReady = () => settledOutsideWindow().fresh.length;
   /** The same, pruned: settled trajectories past η left the buffer (releaseStaleTrajectories) and are forgotten here. */
   const recountReady = () => {
-    const inWindow = new Set(run.groups.flatMap((group) => group.children));
-    const stale = new Set(
-      Object.entries(run.oldestVersions)
-        .filter(([id, oldest]) => !inWindow.has(id) && run.version - oldest > run.settings.eta)
-        .map(([id]) => id),
-    );
-    run = { ...run, oldestVersions: omit(run.oldestVersions, stale), rewards: omit(run.rewards ?? {}, stale) };
-    run = { ...run, ready: freshReady() };
+    const { fresh, stale } = settledOutsideWindow();
+    const gone = new Set(stale);
+    run = { ...run, oldestVersions: omit(run.oldestVersions, gone), rewards: omit(run.rewards ?? {}, gone), ready: fresh.length };
   };
   const busyFraction = () => {
     const elapsed = Date.now() - run.startedAtMs;
