@@ -35,6 +35,7 @@ import { followWarmStart } from './warm-start.command.js';
 import { resolveDataset } from './eval.command.js';
 import { describeProgress, pendingActivityProgress } from '../activity-progress.js';
 import { writeReport } from '../report/write-report.js';
+import { retentionPlan } from './model.command.js';
 import {
   createManifest,
   checkRunId,
@@ -671,6 +672,11 @@ warm start, a --band outside [0, 1], an empty held-out set (--heldout 0, or a --
       console.log(stageTable(stageSeconds));
       console.log(`report: ${reportPath}`);
       console.log(`HTML report: ${html.path}`);
+      const storage = await retentionPlan(services, { keepLast: 3 });
+      if (storage.plan.pruned.length > 0)
+        console.log(
+          `policy versions: ${storage.storedVersions} in the blob store (${gib(storage.storedBytes)}); \`longhaul model prune --yes\` frees ${gib(storage.plan.freedBytes)} (${storage.plan.pruned.length} intermediate versions; see --help)`,
+        );
       if (values.json === true)
         console.log(
           JSON.stringify({
@@ -703,6 +709,8 @@ warm start, a --band outside [0, 1], an empty held-out set (--heldout 0, or a --
     }
   },
 };
+
+const gib = (bytes: number) => `${(bytes / 2 ** 30).toFixed(1)} GiB`;
 
 /** Wall seconds of earlier sessions of a resumed run: from its creation to its last finished phase before this session. */
 function priorSeconds(manifest: DemoManifest): number {

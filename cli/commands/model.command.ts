@@ -1,10 +1,10 @@
 import path from 'node:path';
 import { config } from '../../infra/config.js';
 import { enginePython } from '../../infra/services/binaries.js';
-import { openServices } from '../../composition/services.js';
+import { openServices, type Services } from '../../composition/services.js';
 import { ensurePreparedModel } from '../../gpu/infer/model-files.js';
 import { publishPolicyVersion } from '../../gpu/infer/policy-store.js';
-import { applyRetention, planRetention } from '../../gpu/train/version-retention.js';
+import { applyRetention, planRetention, type RetentionPlan } from '../../gpu/train/version-retention.js';
 import { createPgEvaluationStore } from '../../infra/postgres/evaluation-store.pg.js';
 import { integerFlag, parseFlags } from '../arguments.js';
 import { UsageError, type Command } from '../command.js';
@@ -108,6 +108,29 @@ function versionRange(value: string | undefined): { from?: number; to?: number }
   return { from: Number(match[1]), to: Number(match[2]) };
 }
 
+/** What `model prune` would delete now, and what the registry's unpruned versions hold in the blob store. */
+export async function retentionPlan(
+  services: Services,
+  options: { keepLast: number; keep?: readonly number[]; range?: { from?: number; to?: number } },
+): Promise<{ plan: RetentionPlan; storedVersions: number; storedBytes: number }> {
+  const rows = await services.versions.list(options.range);
+  const evaluated = [
+    ...new Set((await createPgEvaluationStore(services.pool).list({ limit: 2 ** 31 - 1 })).map((row) => row.policyVersion)),
+  ];
+  const stored = new Map<string, number>();
+  for (const row of rows)
+    if (!row.prunedAt)
+      stored.set(
+        row.blobPrefix,
+        row.files.reduce((sum, file) => sum + file.bytes, 0),
+      );
+  return {
+    plan: planRetention(rows, { keepLast: options.keepLast, keep: options.keep ?? [], evaluated }),
+    storedVersions: stored.size,
+    storedBytes: [...stored.values()].reduce((sum, bytes) => sum + bytes, 0),
+  };
+}
+
 async function prune(args: string[]): Promise<number> {
   const { values, positionals } = parseFlags(
     args,
@@ -130,11 +153,7 @@ async function prune(args: string[]): Promise<number> {
   };
   const services = openServices(config());
   try {
-    const rows = await services.versions.list(range);
-    const evaluated = [
-      ...new Set((await createPgEvaluationStore(services.pool).list({ limit: 2 ** 31 - 1 })).map((row) => row.policyVersion)),
-    ];
-    const plan = planRetention(rows, { keepLast, keep, evaluated });
+    const { plan } = await retentionPlan(services, { keepLast, keep, range });
     const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MiB`;
     for (const kept of plan.kept) log(`  keep   v${kept.version}  ${kept.reason}`);
     for (const { row, deleteFiles } of plan.pruned)
