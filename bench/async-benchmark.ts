@@ -12,7 +12,13 @@ import type { Config } from '../infra/config.js';
 import { openServices } from '../composition/services.js';
 import { taskQueueName } from '../workflows/contracts/queues.js';
 import { learnerTimeline } from './async-timeline.js';
-import { learnerWorkflowType, type LearnerMode, type LearnerResult, type TrainStepInput } from '../workflows/contracts/learner.contract.js';
+import {
+  learnerWorkflowType,
+  type BatchSelection,
+  type LearnerMode,
+  type LearnerResult,
+  type TrainStepInput,
+} from '../workflows/contracts/learner.contract.js';
 
 export interface AsyncBenchmarkOptions {
   readonly questions: number;
@@ -27,6 +33,8 @@ export interface AsyncBenchmarkOptions {
   readonly stepSeconds: number;
   /** Trajectories generating at once in async mode. */
   readonly maxInflight: number;
+  /** How the buffer picks a batch (the learner's default when absent). */
+  readonly selection?: BatchSelection;
 }
 
 /**
@@ -100,6 +108,7 @@ async function runMode(config: Config, mode: LearnerMode, options: AsyncBenchmar
               maxInflight: options.maxInflight,
               dropEqualRewardGroups: false,
               interruptOnPublish: false,
+              ...(options.selection ? { selection: options.selection } : {}),
             },
             trajectory: { limits: { maxTurns: options.maxTurns, maxRepeats: 0 } },
           },

@@ -115,6 +115,24 @@ describe('the training buffer', () => {
     assert.deepEqual(batch.trajectoryIds, [`${runId}-spread-0`, `${runId}-spread-1`]);
   });
 
+  it('takes the groups this step is the last able to train first with expiring selection, the freshest otherwise', async () => {
+    const runId = await seedRun([
+      { question: 'edge', rewards: [1, 0], version: 3 },
+      { question: 'mid', rewards: [0, 1], version: 4 },
+      { question: 'new', rewards: [1, 0], version: 5 },
+    ]);
+    const claim = { runId, batchSize: 4, currentVersion: 5, eta: 2, minGroupSize: 2 };
+    const freshest = await activities.claimBatch({ ...claim, step: 0, selection: 'freshest' });
+    assert.deepEqual(freshest.trajectoryIds, [`${runId}-new-0`, `${runId}-new-1`, `${runId}-mid-0`, `${runId}-mid-1`]);
+    const other = await seedRun([
+      { question: 'edge', rewards: [1, 0], version: 3 },
+      { question: 'mid', rewards: [0, 1], version: 4 },
+      { question: 'new', rewards: [1, 0], version: 5 },
+    ]);
+    const expiring = await activities.claimBatch({ ...claim, runId: other, step: 0, selection: 'expiring' });
+    assert.deepEqual(expiring.trajectoryIds, [`${other}-edge-0`, `${other}-edge-1`, `${other}-new-0`, `${other}-new-1`]);
+  });
+
   it('refuses a bad claim without retrying, naming the field', async () => {
     await assert.rejects(
       activities.claimBatch({ runId: 'r', step: 0, batchSize: 4, currentVersion: 3, eta: -1, selection: 'freshest' }),

@@ -18,6 +18,8 @@ export interface ClaimBatchRequest {
   /**
    * freshest: newest oldest-token version first, then newest row. priority: groups by the mean of
    * |reward − group mean| · ln(e + generated tokens) (the seed's prioritised replay), highest first.
+   * expiring: freshest, but groups this step is the last able to train (their oldest token at
+   * currentVersion − η: stale after it) first, so that settled groups are not passed over until they go stale.
    */
   readonly selection: BatchSelection;
   /**

@@ -9,6 +9,7 @@ import {
   type OverheadVariant,
 } from '../../bench/agent-benchmarks.js';
 import { runAsyncBenchmark } from '../../bench/async-benchmark.js';
+import { batchSelections, type BatchSelection } from '../../workflows/contracts/learner.contract.js';
 import { stackUp } from '../../infra/services/stack.js';
 import { integerFlag, parseFlags } from '../arguments.js';
 import { UsageError } from '../command.js';
@@ -95,7 +96,7 @@ runs all of their workflows, and the embedded Temporal server's CPU and memory.
 export const asyncBenchmark = {
   summary: 'sync vs async learner on identical workloads (latency-model policy and trainer)',
   usage: `longhaul bench async [--steps N] [--sync-steps N] [--batch N] [--group N] [--eta N] [--max-inflight N] [--max-turns N]
-                    [--turn-delay-ms MS] [--step-seconds S] [--json]
+                    [--turn-delay-ms MS] [--step-seconds S] [--selection freshest|expiring|priority] [--json]
 
 The real learner workflow, workers and Temporal; the policy is a latency model (long-tail turn
 counts up to --max-turns, --turn-delay-ms per generation) and trainStep sleeps --step-seconds.
@@ -104,6 +105,8 @@ once in async mode (default 2 × batch; sync always generates one batch at a tim
   --sync-steps N  steps of the sync run (default --steps). Samples/hour is a rate, so a shorter sync
                   run measures it in less time (sync has no ramp to amortise: every step waits for its
                   whole batch); the output says so under "sync_steps".
+  --selection     how the buffer picks a batch (default: the learner's, freshest): expiring takes first the
+                  groups a step is the last able to train (stale after it), then the freshest
 Each mode's "timeline" (from the learner's Temporal history) says where the wall went: seconds before
 the first step, seconds the trainer waited between steps and how much of that with a full batch of
 settled groups already there, trajectories started and in flight.
@@ -119,8 +122,12 @@ settled groups already there, trajectories started and in flight.
       'max-inflight': { type: 'string' },
       'turn-delay-ms': { type: 'string' },
       'step-seconds': { type: 'string' },
+      selection: { type: 'string' },
       json: { type: 'boolean' },
     });
+    const selection = values.selection;
+    if (selection !== undefined && !(batchSelections as readonly string[]).includes(selection))
+      throw new UsageError(`--selection expects one of ${batchSelections.join(', ')}, got "${selection}"`);
     const steps = integerFlag(values.steps, 'steps', 6, 1, 10_000);
     const batchSize = integerFlag(values.batch, 'batch', 16, 1, 10_000);
     const groupSize = integerFlag(values.group, 'group', 4, 1, 256);
@@ -137,6 +144,7 @@ settled groups already there, trajectories started and in flight.
       turnDelayMs: integerFlag(values['turn-delay-ms'], 'turn-delay-ms', 50, 0, 60_000),
       stepSeconds: integerFlag(values['step-seconds'], 'step-seconds', 20, 0, 3600),
       maxInflight: integerFlag(values['max-inflight'], 'max-inflight', 2 * batchSize, groupSize, 100_000),
+      ...(selection !== undefined ? { selection: selection as BatchSelection } : {}),
     };
     const settings = config();
     await stackUp(settings, { workers: false });

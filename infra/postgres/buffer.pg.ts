@@ -26,7 +26,10 @@ type Candidate = z.infer<typeof candidateSchema>;
 
 interface Group {
   members: Candidate[];
+  /** The newest of the members' oldest-token versions (freshness). */
   oldest: number;
+  /** The oldest token version of the whole group (its staleness). */
+  stalest: number;
   newest: number;
   priority: number;
 }
@@ -40,6 +43,7 @@ function groupsOf(candidates: Candidate[]): Group[] {
   return [...byKey.values()].map((members) => ({
     members: [...members].sort((a, b) => a.created_at.getTime() - b.created_at.getTime() || a.trajectory_id.localeCompare(b.trajectory_id)),
     oldest: Math.max(...members.map((member) => member.oldest)),
+    stalest: Math.min(...members.map((member) => member.oldest)),
     newest: Math.max(...members.map((member) => member.created_at.getTime())),
     priority:
       members.reduce(
@@ -52,7 +56,13 @@ function groupsOf(candidates: Candidate[]): Group[] {
 /** Whole groups in selection order while they fit; a group larger than the whole batch is cut only when the batch is empty. */
 function selectTrajectories(candidates: Candidate[], request: ClaimBatchRequest): string[] {
   const fresher = (a: Group, b: Group) => b.oldest - a.oldest || b.newest - a.newest;
-  const order = request.selection === 'priority' ? (a: Group, b: Group) => b.priority - a.priority || fresher(a, b) : fresher;
+  const lastChance = (group: Group) => (group.stalest <= request.currentVersion - request.eta ? 1 : 0);
+  const order =
+    request.selection === 'priority'
+      ? (a: Group, b: Group) => b.priority - a.priority || fresher(a, b)
+      : request.selection === 'expiring'
+        ? (a: Group, b: Group) => lastChance(b) - lastChance(a) || fresher(a, b)
+        : fresher;
   const chosen: string[] = [];
   for (const group of groupsOf(candidates)
     .filter((g) => g.members.length >= (request.minGroupSize ?? 1))

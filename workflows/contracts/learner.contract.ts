@@ -14,7 +14,7 @@ export const learnerWorkflowType = 'learner';
 export const learnerModes = ['async', 'sync'] as const;
 export type LearnerMode = (typeof learnerModes)[number];
 /** How the buffer picks a batch (activities/ports/buffer.port.ts). */
-export const batchSelections = ['freshest', 'priority'] as const;
+export const batchSelections = ['freshest', 'priority', 'expiring'] as const;
 export type BatchSelection = (typeof batchSelections)[number];
 
 export interface LearnerSettings {
