@@ -20,7 +20,7 @@ const claimSchema = z
     batchSize: z.number().int().min(1).max(100_000),
     currentVersion: version,
     eta,
-    selection: z.enum(batchSelections).default('freshest'),
+    selection: z.enum(batchSelections).default('expiring'),
     minGroupSize: z.number().int().min(1).optional(),
   })
   .strict();

@@ -124,6 +124,14 @@ async function runMode(config: Config, mode: LearnerMode, options: AsyncBenchmar
     );
     return { result, timeline };
   } finally {
+    // The learner ends with the trajectories of groups admitted during its last step still running; their
+    // workers (in this process) are gone now, so they would stay open on the server for good.
+    const leftovers = client.workflow.list({ query: `ExecutionStatus = 'Running' AND WorkflowId STARTS_WITH '${prefix}'` });
+    for await (const execution of leftovers)
+      await client.workflow
+        .getHandle(execution.workflowId)
+        .terminate('bench async finished: its in-process workers stopped')
+        .catch(() => undefined);
     await services.close();
   }
 }

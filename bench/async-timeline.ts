@@ -6,6 +6,7 @@
  * was behind), so a low trainer-busy figure can be pinned on one side or the other.
  */
 import type { Client } from '@temporalio/client';
+import type { BatchSelection } from '../workflows/contracts/learner.contract.js';
 
 /** One trainer wait: from the end of the previous step (or the run's start) to this step's trainStep. */
 export interface TrainerWait {
@@ -74,6 +75,8 @@ export interface TimelineOptions {
   readonly batchSize: number;
   readonly groupSize: number;
   readonly eta: number;
+  /** The buffer's selection the claims are replayed with (priority is replayed as freshest). @default 'expiring' */
+  readonly selection?: BatchSelection;
 }
 
 export async function learnerTimeline(client: Client, workflowId: string, options: TimelineOptions): Promise<LearnerTimeline> {
@@ -133,10 +136,13 @@ export function timelineOf(events: readonly RawEvent[], options: TimelineOptions
       seconds: Number((step.from - previousEnd).toFixed(1)),
       batchReadySeconds: Number((step.from - readySince).toFixed(1)),
     });
-    // The step's claim, as the buffer makes it ('freshest'): the freshest trainable groups settled by then.
+    // The step's claim, as the buffer makes it: the freshest trainable groups settled by then ('expiring': those
+    // this step is the last able to train first).
+    const lastChance = (group: (typeof groups)[number]) =>
+      (options.selection ?? 'expiring') === 'expiring' && index - group.startVersion >= options.eta ? 1 : 0;
     const claimed = trainable
       .filter((group) => group.settled <= step.from)
-      .sort((a, b) => b.startVersion - a.startVersion || b.settled - a.settled)
+      .sort((a, b) => lastChance(b) - lastChance(a) || b.startVersion - a.startVersion || b.settled - a.settled)
       .slice(0, perBatch);
     for (const group of claimed) consumed.add(group);
     previousEnd = step.to;

@@ -104,3 +104,64 @@ test(
     }
   },
 );
+
+test('a train step refused for good fails the learner with its message instead of hanging it', { timeout: 300_000 }, async () => {
+  const prefix = uniquePrefix('train-refused');
+  const context = await openContext(prefix);
+  const runId = `${prefix}run`;
+  const lines = Array.from({ length: 4 }, (_, index) =>
+    JSON.stringify({ id: `q${index}`, question: `script:{"turns":2,"answer":"a","delayMs":20}`, answers: ['a'] }),
+  );
+  await context.blobs.put(`${prefix}q.jsonl`, lines.join('\n'));
+  let attempts = 0;
+  try {
+    const workers = await createInProcessAgent({
+      config: context.config,
+      blobs: context.blobs,
+      pool: context.pool,
+      prefix: context.config.taskQueuePrefix,
+      backend: createScriptedPolicy(),
+      tools: createScriptedTools(),
+      roles: ['agent', 'gpu-infer', 'tools', 'gpu-train'],
+      extraActivities: {
+        'gpu-train': {
+          async trainStep() {
+            attempts += 1;
+            // What the engine said of a fork of a trained version before stageVersion renamed its engine state.
+            throw ApplicationFailure.nonRetryable(
+              'trainStep: engine refused: basePolicy.modelDir /x/v000004 holds policy version 1, manifest says 4',
+              errorTypes.invalidInput,
+            );
+          },
+        },
+      },
+    });
+    const handle = await context.client.workflow.start(learnerWorkflowType, {
+      taskQueue: context.queue('agent'),
+      workflowId: `${prefix}learner`,
+      args: [
+        {
+          runId,
+          datasetKey: `${prefix}q.jsonl`,
+          settings: { groupSize: 2, batchSize: 4, maxSteps: 2, eta: 4, dropEqualRewardGroups: false, interruptOnPublish: false },
+        },
+      ],
+    });
+    const outcome = await workers.run(() =>
+      Promise.race([
+        handle.result().then(
+          () => 'completed',
+          (error: unknown) => error,
+        ),
+        sleep(120_000).then(() => 'still running after 120 s'),
+      ]),
+    );
+    assert.ok(outcome instanceof Error, `the learner failed (got ${String(outcome)})`);
+    const cause = (outcome as { cause?: { cause?: { message?: string } } }).cause?.cause?.message ?? '';
+    assert.match(cause, /holds policy version 1, manifest says 4/);
+    assert.equal(attempts, 1, 'a non-retryable refusal is not retried');
+    assert.equal((await handle.describe()).status.name, 'FAILED');
+  } finally {
+    await context.close();
+  }
+});

@@ -281,4 +281,24 @@ describe('the trainStep and sftStep activities', () => {
     const cached = fs.readdirSync(path.join(home, 'models', 'train')).filter((name) => /^v\d{6,}$/.test(name));
     assert.deepEqual(cached.sort(), [versionFolderName(base + 3), versionFolderName(base + 4)], 'keep 2: the base and the output');
   });
+
+  it("trains from a fork of a trained version: the staged engine state takes the fork's number", async () => {
+    const trained = (await versions().get(base + 4))!;
+    const fork = base + 30;
+    await versions().register({ ...trained, version: fork, manifest: { forkedFrom: base + 4 }, parentVersion: base + 4 });
+    const result = (await new MockActivityEnvironment().run(make().sftStep, {
+      runId,
+      step: 6,
+      trajectoryIds: batch,
+      baseVersion: fork,
+      outputVersion: fork + 1,
+      hyperparameters: { learningRate: 1e-3, epochs: 1 },
+    })) as TrainStepOutput;
+    assert.deepEqual([result.version, result.trained], [fork + 1, true]);
+    const state = JSON.parse(fs.readFileSync(path.join(home, 'models', 'train', versionFolderName(fork), 'engine_state.json'), 'utf8')) as {
+      policyVersion: number;
+      forkedFrom: number;
+    };
+    assert.deepEqual([state.policyVersion, state.forkedFrom], [fork, base + 4]);
+  });
 });

@@ -557,27 +557,40 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
   if (curriculum && !run.curriculum) run = { ...run, curriculum: emptyCurriculum() };
   await refillCurriculum();
   let trainerRun: Promise<void> | undefined;
+  /**
+   * A step runs beside admission and is awaited only at the end: its failure (a trainStep refused as
+   * invalid input, after the activity's retries) is kept here and fails the run on the next pass. Left
+   * unhandled it failed every workflow task instead, and the run hung at its step (session 20).
+   */
+  let trainerFailure: { error: unknown } | undefined;
+  const startTraining = () => {
+    trainerRun = trainOnce().catch((error: unknown) => {
+      trainerFailure = { error };
+      wake();
+    });
+  };
   while (run.step < run.settings.maxSteps) {
     changed = false;
+    if (trainerFailure) throw trainerFailure.error;
     await settleGroups();
     const { mode, batchSize, groupSize } = run.settings;
     if (mode === 'async') {
       // With the patch a step starts only while the run has steps left (a pass may outlast the last one).
       const mayTrain = () => !training && run.ready >= batchSize && (!trainBeforeAdmission || run.step < run.settings.maxSteps);
-      if (trainBeforeAdmission && mayTrain()) trainerRun = trainOnce();
+      if (trainBeforeAdmission && mayTrain()) startTraining();
       const perPass = boundedAdmission ? Math.max(1, Math.ceil(run.settings.maxInflight / groupSize)) : Infinity;
       for (let admitted = 0; admitted < perPass && admissible(); admitted += 1) {
         // A step that became possible during the pass (the previous one finished) starts before the next group.
-        if (trainBeforeAdmission && mayTrain()) trainerRun = trainOnce();
+        if (trainBeforeAdmission && mayTrain()) startTraining();
         if (!(await startGroup())) break;
       }
-      if (mayTrain()) trainerRun = trainOnce();
+      if (mayTrain()) startTraining();
     } else if (!training) {
       // sync: generate a whole batch, wait for all of it, then train while nothing generates
       if (run.groups.length === 0 && run.ready < batchSize && !run.paused) {
         for (let count = 0; count < batchSize && questionsLeft; count += groupSize) await startGroup();
       } else if (run.groups.length === 0 && run.ready >= batchSize) {
-        trainerRun = trainOnce();
+        startTraining();
       }
     }
     if (!training && run.groups.length === 0 && !questionsLeft && run.ready < batchSize) break; // out of data
@@ -589,6 +602,7 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
     await condition(() => changed);
   }
   await trainerRun;
+  if (trainerFailure) throw trainerFailure.error;
   const wallSeconds = (Date.now() - run.startedAtMs) / 1000;
   upsertSearchAttributes([{ key: searchAttributes.status, value: 'completed' }]);
   return {

@@ -35,17 +35,32 @@ export const trainedBlobPrefix = (runId: string, version: number) => `policies/$
 
 const sha256 = (body: Buffer) => createHash('sha256').update(body).digest('hex');
 
+const engineStateFile = 'engine_state.json';
+
+function stagedVersionOf(dir: string): unknown {
+  try {
+    return (JSON.parse(fs.readFileSync(path.join(dir, engineStateFile), 'utf8')) as { policyVersion?: unknown }).policyVersion;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A complete staged copy: every registered file at its size (engine_state.json may be rewritten) naming this version. */
 function matchesRow(dir: string, row: PolicyVersionRow): boolean {
-  return row.files.every((file) => {
-    const stat = fs.statSync(path.join(dir, file.name), { throwIfNoEntry: false });
-    return stat?.isFile() === true && stat.size === file.bytes;
-  });
+  return (
+    stagedVersionOf(dir) === row.version &&
+    row.files.every((file) => {
+      const stat = fs.statSync(path.join(dir, file.name), { throwIfNoEntry: false });
+      return stat?.isFile() === true && (file.name === engineStateFile || stat.size === file.bytes);
+    })
+  );
 }
 
 /**
  * The local folder of a registered version under `cacheRoot`, downloaded (sha256-checked) unless a
  * complete copy is there. A registered folder without engine_state.json (a prepared model) gets one
- * naming its registered version, so the engine accepts it as that version with a fresh optimizer.
+ * naming its registered version, so the engine accepts it as that version with a fresh optimizer; a
+ * fork's engine state (its base's) is renamed to the fork's version.
  */
 export async function stageVersion(blobs: BlobStore, row: PolicyVersionRow, cacheRoot: string): Promise<string> {
   refusePruned(row);
@@ -68,8 +83,15 @@ export async function stageVersion(blobs: BlobStore, row: PolicyVersionRow, cach
     }
     fs.writeFileSync(path.join(staging, file.name), body);
   }
-  if (!row.files.some((file) => file.name === 'engine_state.json')) {
-    fs.writeFileSync(path.join(staging, 'engine_state.json'), `${JSON.stringify({ policyVersion: row.version, source: 'registry' })}\n`);
+  const statePath = path.join(staging, engineStateFile);
+  if (!row.files.some((file) => file.name === engineStateFile)) {
+    fs.writeFileSync(statePath, `${JSON.stringify({ policyVersion: row.version, source: 'registry' })}\n`);
+  } else if (stagedVersionOf(staging) !== row.version) {
+    // A fork of a trained version (`--from-version`, policy-store.ts runStartVersion) shares its base's files, whose
+    // engine state names the base: the engine would refuse the folder as another version. It keeps the base's
+    // optimizer state and trainable recipe, under this version's number.
+    const state = JSON.parse(fs.readFileSync(statePath, 'utf8')) as Record<string, unknown>;
+    fs.writeFileSync(statePath, `${JSON.stringify({ ...state, policyVersion: row.version, forkedFrom: state.policyVersion })}\n`);
   }
   fs.rmSync(dir, { recursive: true, force: true });
   fs.renameSync(staging, dir);

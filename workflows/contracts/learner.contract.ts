@@ -31,6 +31,11 @@ export interface LearnerSettings {
   readonly mode: LearnerMode;
   /** Drop groups whose rewards are all equal (no learning signal). @default true */
   readonly dropEqualRewardGroups: boolean;
+  /**
+   * How the buffer picks a batch (activities/ports/buffer.port.ts). @default 'expiring': with freshest
+   * (the default before session 20) the claim passed settled groups over until they went stale — 64 of
+   * 252 started trajectories dropped vs 28 of 220, at the same samples/hour (docs/BENCHMARKS.md).
+   */
   readonly selection: BatchSelection;
   /** Interrupt in-flight generations when a new version is published (AReaL). @default true */
   readonly interruptOnPublish: boolean;

@@ -59,7 +59,7 @@ export function parseLearnerSettings(value: Fields): LearnerSettings {
     maxInflight: integerField(value, 'maxInflight', { min: groupSize, max: 100_000, default: 2 * batchSize }),
     mode: enumField(value, 'mode', learnerModes, 'async'),
     dropEqualRewardGroups: booleanField(value, 'dropEqualRewardGroups', true),
-    selection: enumField(value, 'selection', batchSelections, 'freshest'),
+    selection: enumField(value, 'selection', batchSelections, 'expiring'),
     interruptOnPublish: booleanField(value, 'interruptOnPublish', true),
   };
   if (settings.dropEqualRewardGroups && groupSize < 2)
