@@ -20,7 +20,7 @@ test(
     try {
       const plan = demoPlan({});
       const corpusVersion = `corpus-test-${prefix}`;
-      const key = synthesisCacheKey({ corpusVersion, policyVersion: 0, synthesis: plan.synthesis });
+      const key = synthesisCacheKey({ corpusVersion, policyFiles: 'policies/v000000/', synthesis: plan.synthesis });
       let made = 0;
       // Stands in for the synthesisRun workflow: publishes a dataset blob of the run and returns its set.
       const makeFor = (runId: string) => async (): Promise<SynthesizedSet[]> => {
@@ -54,17 +54,21 @@ test(
         `synthesis: reused dataset ${first.sets[0]!.datasetId} (made by run first); --fresh-synthesis makes a new one`,
       );
 
-      // Anything that decides the dataset gives another key: seed, settings, corpus, policy version.
+      // Anything that decides the dataset gives another key: seed, settings, corpus, policy weights.
       const keys = new Set([
         key,
-        synthesisCacheKey({ corpusVersion, policyVersion: 0, synthesis: demoPlan({ seed: '14' }).synthesis }),
-        synthesisCacheKey({ corpusVersion, policyVersion: 0, synthesis: demoPlan({ 'difficulty-samples': '8' }).synthesis }),
-        synthesisCacheKey({ corpusVersion: `${corpusVersion}-changed`, policyVersion: 0, synthesis: plan.synthesis }),
-        synthesisCacheKey({ corpusVersion, policyVersion: 1, synthesis: plan.synthesis }),
+        synthesisCacheKey({ corpusVersion, policyFiles: 'policies/v000000/', synthesis: demoPlan({ seed: '14' }).synthesis }),
+        synthesisCacheKey({
+          corpusVersion,
+          policyFiles: 'policies/v000000/',
+          synthesis: demoPlan({ 'difficulty-samples': '8' }).synthesis,
+        }),
+        synthesisCacheKey({ corpusVersion: `${corpusVersion}-changed`, policyFiles: 'policies/v000000/', synthesis: plan.synthesis }),
+        synthesisCacheKey({ corpusVersion, policyFiles: 'policies/run/v000001/', synthesis: plan.synthesis }),
       ]);
       assert.equal(keys.size, 5);
       assert.equal(
-        synthesisCacheKey({ corpusVersion, policyVersion: 0, synthesis: demoPlan({ 'fresh-synthesis': true }).synthesis }),
+        synthesisCacheKey({ corpusVersion, policyFiles: 'policies/v000000/', synthesis: demoPlan({ 'fresh-synthesis': true }).synthesis }),
         key,
         '--fresh-synthesis is not part of the key: the new dataset replaces the entry',
       );

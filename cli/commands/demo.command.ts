@@ -204,7 +204,7 @@ From nothing, on a 2-core machine with no GPU. Stages (each a durable workflow; 
      held-out set, a warm-start set (its gold paths) and training candidates. Whole answer groups go
      to one side, and every held-out question is checked against the trained ones with the
      contamination index (equal text or ≥ 60 % shared word 6-grams): an overlapping one is dropped.
-     A published dataset never changes, so a later run with the same corpus, policy version,
+     A published dataset never changes, so a later run with the same corpus, policy weights (a fork reuses its base's),
      synthesis settings and seed reuses it ("synthesis: reused dataset X (made by run Y)");
      --fresh-synthesis synthesizes anyway.
   3. evaluation of the base policy (the evaluation workflow: Avg@k with a 95 % bootstrap interval)
@@ -355,7 +355,7 @@ warm start, a --band outside [0, 1], an empty held-out set (--heldout 0, or a --
         if (plan.datasetFile) return [];
         const key = synthesisCacheKey({
           corpusVersion: await searchCorpusVersion(pool),
-          policyVersion: startVersion,
+          policyFiles: (await versions.get(startVersion))?.blobPrefix ?? `v${startVersion}`,
           synthesis: plan.synthesis,
         });
         return synthesizeOrReuse(

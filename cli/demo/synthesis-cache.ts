@@ -1,7 +1,7 @@
 /**
  * Synthesized datasets reused across demo runs. A published synthesis dataset never changes (its
  * blob is written once, its content hash is fixed in Postgres), so a demo run whose synthesis would
- * be made from the same corpus, by the same policy version, with the same settings and seed, takes
+ * be made from the same corpus, by the same policy weights, with the same settings and seed, takes
  * the dataset an earlier run published instead of spending most of its time making it again.
  *
  * The index is one small JSON object per key in the blob store (`demo/synthesis-cache/<key>.json`):
@@ -15,13 +15,16 @@ import type { SynthesisPlan } from './plan.js';
 import type { SynthesizedSet } from './stages.js';
 
 /** Bump when the synthesizer changes what it accepts, so that older entries stop matching. */
-export const synthesisCacheFormat = 1;
+export const synthesisCacheFormat = 2;
 
 export interface SynthesisCacheKeyParts {
   /** The search corpus's version (documents and their content hashes): the synthesizer's knowledge base and tools. */
   readonly corpusVersion: string;
-  /** The policy version whose closed-book answers decide difficulty. */
-  readonly policyVersion: number;
+  /**
+   * The blob folder of the policy whose closed-book answers decide difficulty: its weights, not its
+   * number, so that a run from a fork (`--from-version`, a new number over the same files) reuses.
+   */
+  readonly policyFiles: string;
   readonly synthesis: SynthesisPlan;
 }
 
@@ -31,7 +34,7 @@ export function synthesisCacheKey(parts: SynthesisCacheKeyParts): string {
   const decided = {
     format: synthesisCacheFormat,
     corpusVersion: parts.corpusVersion,
-    policyVersion: parts.policyVersion,
+    policyFiles: parts.policyFiles,
     candidatesPerHop: synthesis.candidatesPerHop,
     hops: [...synthesis.hops],
     fuzzes: synthesis.fuzzes,
