@@ -36,6 +36,7 @@ import { resolveDataset } from './eval.command.js';
 import { describeProgress, pendingActivityProgress } from '../activity-progress.js';
 import { writeReport } from '../report/write-report.js';
 import { retentionPlan } from './model.command.js';
+import { refuseConcurrentTraining } from '../training-guard.js';
 import {
   createManifest,
   checkRunId,
@@ -332,6 +333,7 @@ warm start, a --band outside [0, 1], an empty held-out set (--heldout 0, or a --
         return { sources: built.sources.map((source) => ({ source: source.source, documents: source.documents })), skipped: built.skipped };
       });
       const { versions } = services;
+      await refuseConcurrentTraining(await services.client(), [`warm-start-${runId}`, `learner-${runId}`]);
       const startVersion = await phases.run('start-version', async () => {
         if (!(await versions.latest())) await runChild(['model', 'prepare']);
         return startVersionFlag(versions, plan.fromVersion ?? undefined, 'from-version');

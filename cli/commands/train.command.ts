@@ -22,6 +22,7 @@ import { followWorkflow } from '../follow-workflow.js';
 import { jsonObjectFlag, preflight } from '../preflight.js';
 import { progressBar } from '../progress.js';
 import { startVersionFlag, startVersionRequest } from '../start-version.js';
+import { refuseConcurrentTraining } from '../training-guard.js';
 
 /** The flag behind each learner input field, for preflight refusals. */
 const learnerFlags = {
@@ -218,8 +219,9 @@ flag and the field).`,
     const services = openServices(settings);
     try {
       await services.blobs.put(datasetKey, text, 'application/x-ndjson');
-      const startVersion = await startVersionFlag(services.versions, requestedStartVersion, 'start-version');
       const client = await services.client();
+      await refuseConcurrentTraining(client, [`learner-${runId}`]);
+      const startVersion = await startVersionFlag(services.versions, requestedStartVersion, 'start-version');
       const handle = await client.workflow.start(learnerWorkflowType, {
         taskQueue: taskQueueName('agent', settings.taskQueuePrefix),
         workflowId: `learner-${runId}`,

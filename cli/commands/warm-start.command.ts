@@ -21,6 +21,7 @@ import { followWorkflow } from '../follow-workflow.js';
 import { preflight } from '../preflight.js';
 import { progressBar } from '../progress.js';
 import { startVersionFlag, startVersionRequest } from '../start-version.js';
+import { refuseConcurrentTraining } from '../training-guard.js';
 import { describeProgress, pendingActivityProgress } from '../activity-progress.js';
 
 /** Follow a warm-start run with progress bars (trajectories, then the engine's updates) until it ends. */
@@ -144,10 +145,11 @@ queue, publishing one new policy version. Survives any crash; watch it in the We
     await stackUp(settings, { workers: true });
     const services = openServices(settings);
     try {
-      const startVersion = await startVersionFlag(services.versions, requestedStartVersion, 'start-version');
-      await services.blobs.put(datasetKey, text, 'application/x-ndjson');
       const client = await services.client();
       const workflowId = `warm-start-${runId}`;
+      await refuseConcurrentTraining(client, [workflowId]);
+      const startVersion = await startVersionFlag(services.versions, requestedStartVersion, 'start-version');
+      await services.blobs.put(datasetKey, text, 'application/x-ndjson');
       const handle = await client.workflow.start(warmStartWorkflowType, {
         taskQueue: taskQueueName('agent', settings.taskQueuePrefix),
         workflowId,

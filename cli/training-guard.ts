@@ -1,0 +1,23 @@
+/**
+ * Policy versions are global to a stack and each training step publishes base + 1, so two runs that
+ * train on one stack at once race for the same numbers, and the one that loses fails at a step
+ * ("policy version N is already registered by run …"). The commands that start training (demo,
+ * train, warm-start) refuse before they register or start anything while another run trains.
+ */
+import type { Client } from '@temporalio/client';
+import { learnerWorkflowType } from '../workflows/contracts/learner.contract.js';
+import { warmStartWorkflowType } from '../workflows/contracts/warm-start.contract.js';
+import { errorTypes, LonghaulError } from '../workflows/contracts/errors.js';
+
+/** Refuse (exit 2) while a learner or warm start other than `ownWorkflowIds` runs on this stack. */
+export async function refuseConcurrentTraining(client: Client, ownWorkflowIds: readonly string[]): Promise<void> {
+  const query = `ExecutionStatus = 'Running' AND WorkflowType IN ('${learnerWorkflowType}', '${warmStartWorkflowType}')`;
+  for await (const execution of client.workflow.list({ query })) {
+    if (ownWorkflowIds.includes(execution.workflowId)) continue;
+    throw new LonghaulError(
+      errorTypes.invalidInput,
+      `${execution.workflowId} (${execution.type}) is training on this stack now; policy versions are global and each step publishes base + 1, so two runs training at once race for the same version numbers. Wait for it to finish, stop it (\`temporal workflow terminate -w ${execution.workflowId}\`), or train on another stack (its own LONGHAUL_HOME and ports)`,
+      { field: 'stack' },
+    );
+  }
+}
