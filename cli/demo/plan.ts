@@ -10,8 +10,13 @@ import { integerFlag, rateFlag } from '../arguments.js';
 import { UsageError } from '../command.js';
 import { startVersionRequest } from '../start-version.js';
 
-/** RL trains the last four of SmolLM2-135M's 30 layers and the final norm: fits 2 CPU cores. */
-export const demoTrainable = { mode: 'freeze', trainPatterns: ['layers\\.(2[6-9])\\.', 'norm\\.weight$'] };
+/**
+ * RL trains the last four of SmolLM2-135M's 30 layers and the final norm: fits 2 CPU cores. Anchored:
+ * until session 20 the second pattern was `norm\\.weight$`, which also matched every layer's two
+ * layernorms (input_layernorm.weight), so layers 0–25 were not frozen whole and the engine could not run
+ * them once per sample (gpu/engine/longhaul_engine/frozen_prefix.py).
+ */
+export const demoTrainable = { mode: 'freeze', trainPatterns: ['^model\\.layers\\.(2[6-9])\\.', '^model\\.norm\\.weight$'] };
 
 /**
  * `--sft-trainable full`: the warm start trains every parameter. On one budget of gold paths (bench

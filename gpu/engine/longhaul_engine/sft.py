@@ -13,6 +13,7 @@ import torch
 
 from .manifest import Manifest
 from .policy import Policy
+from .frozen_prefix import FrozenPrefix
 from .train import emit, forward_logprobs, main, micro_batches, pad
 
 
@@ -31,12 +32,14 @@ def sft_step(policy: Policy, manifest: Manifest) -> dict:
     samples, size = manifest.samples, manifest.hyperparameters.micro_batch_size
     losses, norms, tokens, started = [], [], 0, time.time()
     batches = _batches(manifest)
+    # Every epoch passes over the same samples: the frozen bottom layers run once per sample.
+    prefix = FrozenPrefix(policy.model)
     for number, indices in enumerate(batches):
         loss_tokens = sum(sum(samples[i].loss_mask) for i in indices)
         total = 0.0
         for chunk in micro_batches(indices, size):
             chosen = [samples[i] for i in chunk]
-            logp, _ = forward_logprobs(policy.model, chosen, with_entropy=False)
+            logp, _ = forward_logprobs(policy.model, chosen, with_entropy=False, prefix=prefix, keys=chunk)
             mask = pad([s.loss_mask for s in chosen]).to(logp.dtype)
             loss = -(logp * mask).sum() / max(loss_tokens, 1)
             loss.backward()
@@ -67,6 +70,7 @@ def sft_step(policy: Policy, manifest: Manifest) -> dict:
         "updateSeconds": round(seconds, 3),
         "tokensPerSecond": tokens / max(seconds, 1e-9),
         "optimizerSteps": len(batches),
+        "frozenPrefixLayers": prefix.depth,
     }
 
 

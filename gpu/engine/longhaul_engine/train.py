@@ -27,6 +27,7 @@ import torch
 from .advantages import group_advantages, token_advantages
 from .checkpoint import load_model, write_version
 from .errors import EngineError
+from .frozen_prefix import FrozenPrefix
 from .loss import aggregate, ppo_token_terms, token_logprobs
 from .manifest import Manifest, load_manifest
 from .policy import Policy, load_policy
@@ -52,34 +53,44 @@ def pad(rows: list, value=0, dtype=torch.long) -> torch.Tensor:
     return out
 
 
-def forward_logprobs(model, samples: list, with_entropy: bool, entropy_grad: bool = False) -> tuple:
+def forward_logprobs(
+    model, samples: list, with_entropy: bool, entropy_grad: bool = False, prefix: FrozenPrefix | None = None, keys: list | None = None
+) -> tuple:
     """Logprobs (and entropy) of each sample's own tokens under `model`; [B, T] right-padded.
 
     Logits are divided by each sample's temperature, the one its behaviour logprobs were sampled at,
-    so that on-policy tokens have behaviour weight 1 at any temperature (AReaL does the same)."""
+    so that on-policy tokens have behaviour weight 1 at any temperature (AReaL does the same). With a
+    `prefix` (and each sample's `keys` within the step) the frozen bottom layers run once per sample."""
     ids = pad([s.token_ids for s in samples])
     attention = pad([[1] * len(s.token_ids) for s in samples])
-    logits = model(input_ids=ids, attention_mask=attention, use_cache=False).logits
+    if prefix is not None and prefix.depth > 0 and keys is not None:
+        logits = prefix.logits(samples, keys, attention)
+    else:
+        logits = model(input_ids=ids, attention_mask=attention, use_cache=False).logits
     temperatures = [getattr(s, "temperature", 1.0) for s in samples]
     if any(t != 1.0 for t in temperatures):
         logits = logits.float() / torch.tensor(temperatures, dtype=torch.float32).view(-1, 1, 1)
     return token_logprobs(logits, ids, with_entropy, entropy_grad)
 
 
-def proximal_logprobs(model, samples: list, size: int) -> list:
+def proximal_logprobs(model, samples: list, size: int, prefix: FrozenPrefix | None = None) -> list:
     """π_prox: the current weights' logprobs before any update, one 1-D tensor per sample."""
     result = []
     with torch.no_grad():
         for number, chunk in enumerate(micro_batches(list(range(len(samples))), size)):
-            logp, _ = forward_logprobs(model, [samples[i] for i in chunk], with_entropy=False)
+            logp, _ = forward_logprobs(model, [samples[i] for i in chunk], with_entropy=False, prefix=prefix, keys=chunk)
             result.extend(logp[row, : len(samples[i].token_ids)].clone() for row, i in enumerate(chunk))
             emit({"event": "progress", "phase": "proximal", "microBatch": number + 1, "of": -(-len(samples) // size)})
     return result
 
 
-def _micro_step(policy: Policy, manifest: Manifest, chunk: list, prox: list, advantages: list, totals: tuple, stats: dict) -> None:
+def _micro_step(
+    policy: Policy, manifest: Manifest, chunk: list, prox: list, advantages: list, totals: tuple, stats: dict, prefix: FrozenPrefix
+) -> None:
     ppo, samples = manifest.hyperparameters.ppo, [manifest.samples[i] for i in chunk]
-    logp, entropy = forward_logprobs(policy.model, samples, with_entropy=True, entropy_grad=bool(ppo.entropy_coefficient))
+    logp, entropy = forward_logprobs(
+        policy.model, samples, with_entropy=True, entropy_grad=bool(ppo.entropy_coefficient), prefix=prefix, keys=chunk
+    )
     mask = pad([s.loss_mask for s in samples])
     terms = ppo_token_terms(
         logp,
@@ -111,7 +122,8 @@ def rl_step(policy: Policy, manifest: Manifest) -> dict:
     hp, samples = manifest.hyperparameters, manifest.samples
     ppo, size = hp.ppo, hp.micro_batch_size
     started = time.time()
-    prox = proximal_logprobs(policy.model, samples, size)
+    prefix = FrozenPrefix(policy.model)
+    prox = proximal_logprobs(policy.model, samples, size, prefix)
     prox_seconds = time.time() - started
     sequence_advantages = group_advantages([s.reward for s in samples], [s.group_id for s in samples], ppo.group_normalise)
     advantages = [token_advantages(a, s.loss_mask, s.turn_indices, ppo.turn_discount) for a, s in zip(sequence_advantages, samples)]
@@ -122,7 +134,7 @@ def rl_step(policy: Policy, manifest: Manifest) -> dict:
         totals = (sum(sum(samples[i].loss_mask) for i in indices), sum(1 for i in indices if any(samples[i].loss_mask)))
         chunks = micro_batches(indices, size)
         for m, chunk in enumerate(chunks):
-            _micro_step(policy, manifest, chunk, prox, advantages, totals, stats)
+            _micro_step(policy, manifest, chunk, prox, advantages, totals, stats, prefix)
             emit(
                 {
                     "event": "progress",
@@ -159,6 +171,8 @@ def rl_step(policy: Policy, manifest: Manifest) -> dict:
         "updateSeconds": round(update_seconds, 3),
         "tokensPerSecond": stats["tokens"] / max(update_seconds, 1e-9),
         "optimizerSteps": len(slices),
+        # Leading decoder layers run once per sample (no trainable parameter in them): frozen_prefix.py.
+        "frozenPrefixLayers": prefix.depth,
     }
 
 
