@@ -85,3 +85,9 @@ class FrozenPrefix:
         hidden = self._hidden(samples, keys)
         with self._stack(self.layers[self.depth :], self.inner.norm):
             return self.model(inputs_embeds=hidden, attention_mask=attention, use_cache=False).logits
+
+    def final_hidden(self, samples: list, keys: list, attention: torch.Tensor) -> torch.Tensor:
+        """The normed hidden states the head reads, [B, T, H]."""
+        hidden = self._hidden(samples, keys)
+        with self._stack(self.layers[self.depth :], self.inner.norm):
+            return self.inner(inputs_embeds=hidden, attention_mask=attention, use_cache=False).last_hidden_state

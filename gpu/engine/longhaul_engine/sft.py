@@ -39,7 +39,9 @@ def sft_step(policy: Policy, manifest: Manifest) -> dict:
         total = 0.0
         for chunk in micro_batches(indices, size):
             chosen = [samples[i] for i in chunk]
-            logp, _ = forward_logprobs(policy.model, chosen, with_entropy=False, prefix=prefix, keys=chunk)
+            logp, _ = forward_logprobs(
+                policy.model, chosen, with_entropy=False, prefix=prefix, keys=chunk, scored=[s.loss_mask for s in chosen]
+            )
             mask = pad([s.loss_mask for s in chosen]).to(logp.dtype)
             loss = -(logp * mask).sum() / max(loss_tokens, 1)
             loss.backward()

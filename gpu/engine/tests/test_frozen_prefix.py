@@ -78,3 +78,28 @@ def test_a_full_cache_recomputes_instead_of_growing(tmp_path):
     assert prefix.cache == {} and prefix.cache_bytes == 0
     mask = _mask(samples, full.shape[1])
     assert torch.allclose(split * mask, full * mask, atol=1e-5)
+
+
+def test_scored_positions_equal_the_full_forward_there(tmp_path):
+    """With `scored` the head runs only where a scored token is predicted; there logp, entropy and the
+    gradients equal the full forward's, elsewhere logp and entropy are 0."""
+    model = _model(tmp_path, lambda name: "layers.1." in name or name == "model.norm.weight")
+    samples = _samples()
+    scored = [[0] * 4 + [1] * (len(s.token_ids) - 4) for s in samples]
+    scored[1][2] = 1
+    for prefix in (None, FrozenPrefix(model)):
+        keys = [0, 1, 2] if prefix else None
+        full, full_entropy = forward_logprobs(model, samples, with_entropy=True)
+        mask = torch.zeros_like(full)
+        for i, row in enumerate(scored):
+            mask[i, : len(row)] = torch.tensor(row, dtype=mask.dtype)
+        (full * mask).sum().backward()
+        full_grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.requires_grad}
+        model.zero_grad(set_to_none=True)
+        part, part_entropy = forward_logprobs(model, samples, with_entropy=True, prefix=prefix, keys=keys, scored=scored)
+        part.sum().backward()
+        assert torch.allclose(part, full * mask, atol=1e-5), float((part - full * mask).abs().max())
+        assert torch.allclose(part_entropy, full_entropy * mask, atol=1e-5)
+        for name, grad in full_grads.items():
+            assert torch.allclose(dict(model.named_parameters())[name].grad, grad, atol=1e-5), name
+        model.zero_grad(set_to_none=True)

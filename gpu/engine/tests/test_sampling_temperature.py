@@ -109,14 +109,14 @@ def test_a_gradient_that_is_not_finite_is_skipped_and_reported(tmp_path):
     assert all(torch.equal(before[name], p) for name, p in policy.parameters.items())
     assert all(p.grad is None for p in policy.parameters.values())
     # Through the step: a NaN loss gives a NaN gradient; the update is skipped, the metrics say so (JSON-safe).
-    original = policy.model.forward
+    # The head: the step computes logits only where a loss token is predicted (train.py _scored_logprobs).
+    head = policy.model.get_output_embeddings()
+    original = head.forward
 
     def poisoned(*args, **kwargs):
-        output = original(*args, **kwargs)
-        output.logits = output.logits * float("nan")
-        return output
+        return original(*args, **kwargs) * float("nan")
 
-    policy.model.forward = poisoned
+    head.forward = poisoned
     metrics = rl_step(policy, loaded)
     assert metrics["skippedUpdates"] == 1 and metrics["gradNorm"] is None and metrics["gradNorms"] == [None]
     assert all(torch.equal(before[name], p) for name, p in policy.parameters.items())
