@@ -14,7 +14,44 @@ import {
   type LearnerResult,
   type TrainStepInput,
 } from '../workflows/contracts/learner.contract.js';
-import { openContext, uniquePrefix } from './helpers/stack.js';
+import { openContext, uniquePrefix, type TestContext } from './helpers/stack.js';
+
+/** A question file of `count` two-turn scripted questions, under `<prefix>q.jsonl`. */
+async function scriptedQuestions(context: TestContext, prefix: string, count: number): Promise<void> {
+  const lines = Array.from({ length: count }, (_, index) =>
+    JSON.stringify({ id: `q${index}`, question: `script:{"turns":2,"answer":"a","delayMs":20}`, answers: ['a'] }),
+  );
+  await context.blobs.put(`${prefix}q.jsonl`, lines.join('\n'));
+}
+
+/** A learner over the questions of scriptedQuestions: groups of 2, batches of 4, η 4, every group kept. */
+function startLearner(context: TestContext, prefix: string, runId: string, maxSteps: number) {
+  return context.client.workflow.start(learnerWorkflowType, {
+    taskQueue: context.queue('agent'),
+    workflowId: `${prefix}learner`,
+    args: [
+      {
+        runId,
+        datasetKey: `${prefix}q.jsonl`,
+        settings: { groupSize: 2, batchSize: 4, maxSteps, eta: 4, dropEqualRewardGroups: false, interruptOnPublish: false },
+      },
+    ],
+  });
+}
+
+/** Every queue's workers in this process (scripted policy and tools), with the test's own activities. */
+function learnerWorkers(context: TestContext, extraActivities: Parameters<typeof createInProcessAgent>[0]['extraActivities']) {
+  return createInProcessAgent({
+    config: context.config,
+    blobs: context.blobs,
+    pool: context.pool,
+    prefix: context.config.taskQueuePrefix,
+    backend: createScriptedPolicy(),
+    tools: createScriptedTools(),
+    roles: ['agent', 'gpu-infer', 'tools', 'gpu-train'],
+    ...(extraActivities ? { extraActivities } : {}),
+  });
+}
 
 test(
   'a trajectory child that fails for good is counted by the learner, its group is dropped, and the run goes on to the end of its data',
@@ -27,52 +64,27 @@ test(
     // Six questions of two samples: twelve children, one of which fails. Eight of the ten that finish
     // make two steps of four; the third step never fills, so the run ends when its data is used up, which
     // it only notices once every group has settled (before the fix, group q1 never did and the run hung).
-    const lines = Array.from({ length: 6 }, (_, index) =>
-      JSON.stringify({ id: `q${index}`, question: `script:{"turns":2,"answer":"a","delayMs":20}`, answers: ['a'] }),
-    );
-    await context.blobs.put(`${prefix}q.jsonl`, lines.join('\n'));
+    await scriptedQuestions(context, prefix, 6);
     const finish = createFinishActivities({ blobs: context.blobs, trajectories: createPgTrajectoryStore(context.pool) });
     const steps: TrainStepInput[] = [];
     try {
-      const workers = await createInProcessAgent({
-        config: context.config,
-        blobs: context.blobs,
-        pool: context.pool,
-        prefix: context.config.taskQueuePrefix,
-        backend: createScriptedPolicy(),
-        tools: createScriptedTools(),
-        roles: ['agent', 'gpu-infer', 'tools', 'gpu-train'],
-        extraActivities: {
-          agent: {
-            async finishTrajectory(input: Parameters<typeof finish.finishTrajectory>[0]) {
-              if ((input as { trajectoryId: string }).trajectoryId === failing)
-                throw ApplicationFailure.nonRetryable(
-                  'trajectoryId: refused by the test (a non-retryable failure)',
-                  errorTypes.invalidInput,
-                );
-              return finish.finishTrajectory(input);
-            },
+      const workers = await learnerWorkers(context, {
+        agent: {
+          async finishTrajectory(input: Parameters<typeof finish.finishTrajectory>[0]) {
+            if ((input as { trajectoryId: string }).trajectoryId === failing)
+              throw ApplicationFailure.nonRetryable('trajectoryId: refused by the test (a non-retryable failure)', errorTypes.invalidInput);
+            return finish.finishTrajectory(input);
           },
-          'gpu-train': {
-            async trainStep(input: TrainStepInput) {
-              steps.push(input);
-              await sleep(200);
-              return { version: input.outputVersion, metrics: {} };
-            },
+        },
+        'gpu-train': {
+          async trainStep(input: TrainStepInput) {
+            steps.push(input);
+            await sleep(200);
+            return { version: input.outputVersion, metrics: {} };
           },
         },
       });
-      const handle = await context.client.workflow.start(learnerWorkflowType, {
-        taskQueue: context.queue('agent'),
-        workflowId: `${prefix}learner`,
-        args: [
-          {
-            runId,
-            datasetKey: `${prefix}q.jsonl`,
-            settings: { groupSize: 2, batchSize: 4, maxSteps: 3, eta: 4, dropEqualRewardGroups: false, interruptOnPublish: false },
-          },
-        ],
-      });
+      const handle = await startLearner(context, prefix, runId, 3);
       const result = await workers.run(async () => {
         const outcome = await Promise.race([handle.result() as Promise<LearnerResult>, sleep(120_000).then(() => undefined)]);
         if (outcome === undefined) {
@@ -109,44 +121,22 @@ test('a train step refused for good fails the learner with its message instead o
   const prefix = uniquePrefix('train-refused');
   const context = await openContext(prefix);
   const runId = `${prefix}run`;
-  const lines = Array.from({ length: 4 }, (_, index) =>
-    JSON.stringify({ id: `q${index}`, question: `script:{"turns":2,"answer":"a","delayMs":20}`, answers: ['a'] }),
-  );
-  await context.blobs.put(`${prefix}q.jsonl`, lines.join('\n'));
+  await scriptedQuestions(context, prefix, 4);
   let attempts = 0;
   try {
-    const workers = await createInProcessAgent({
-      config: context.config,
-      blobs: context.blobs,
-      pool: context.pool,
-      prefix: context.config.taskQueuePrefix,
-      backend: createScriptedPolicy(),
-      tools: createScriptedTools(),
-      roles: ['agent', 'gpu-infer', 'tools', 'gpu-train'],
-      extraActivities: {
-        'gpu-train': {
-          async trainStep() {
-            attempts += 1;
-            // What the engine said of a fork of a trained version before stageVersion renamed its engine state.
-            throw ApplicationFailure.nonRetryable(
-              'trainStep: engine refused: basePolicy.modelDir /x/v000004 holds policy version 1, manifest says 4',
-              errorTypes.invalidInput,
-            );
-          },
+    const workers = await learnerWorkers(context, {
+      'gpu-train': {
+        async trainStep() {
+          attempts += 1;
+          // What the engine said of a fork of a trained version before stageVersion renamed its engine state.
+          throw ApplicationFailure.nonRetryable(
+            'trainStep: engine refused: basePolicy.modelDir /x/v000004 holds policy version 1, manifest says 4',
+            errorTypes.invalidInput,
+          );
         },
       },
     });
-    const handle = await context.client.workflow.start(learnerWorkflowType, {
-      taskQueue: context.queue('agent'),
-      workflowId: `${prefix}learner`,
-      args: [
-        {
-          runId,
-          datasetKey: `${prefix}q.jsonl`,
-          settings: { groupSize: 2, batchSize: 4, maxSteps: 2, eta: 4, dropEqualRewardGroups: false, interruptOnPublish: false },
-        },
-      ],
-    });
+    const handle = await startLearner(context, prefix, runId, 2);
     const outcome = await workers.run(() =>
       Promise.race([
         handle.result().then(
