@@ -10,6 +10,7 @@ import { taskQueueName } from '../../workflows/contracts/queues.js';
 import { parseTrajectoryInput } from '../../workflows/contracts/trajectory.input.js';
 import { rlRolloutTemperature } from '../../workflows/trajectory-child.js';
 import {
+  batchSelections,
   learnerStateQuery,
   learnerWorkflowType,
   type CurriculumCounts,
@@ -94,7 +95,7 @@ export const trainCommand: Command = {
   name: 'train',
   summary: 'run the RL learner (async by default) on a question set, with live progress',
   usage: `longhaul train --dataset FILE [--run-id ID] [--mode async|sync] [--steps N] [--batch N] [--group N] [--eta N]
-               [--max-inflight N] [--max-turns N] [--max-new-tokens N] [--temperature T] [--lr X] [--keep-equal-groups]
+               [--max-inflight N] [--max-turns N] [--max-new-tokens N] [--temperature T] [--lr X] [--keep-equal-groups] [--selection S]
                [--reward METRIC] [--format-weight W] [--curriculum N] [--curriculum-lower X] [--curriculum-upper X]
                [--mastered-after N] [--too-hard-after N] [--pass-reward X]
                [--start-version N] [--hyperparameters JSON] [--json]
@@ -111,6 +112,9 @@ Web UI (search attribute LonghaulRunId) or with \`longhaul temporal workflow que
                       group differ; 0 = greedy, which makes every group's rewards equal). The
                       trainer scores its logits at the same temperature (behaviour weight 1 on-policy)
   --keep-equal-groups keep groups whose rewards are all equal (dropped by default)
+  --selection S       how a step picks its batch from the buffer: expiring (default: the groups this step
+                      is the last able to train, then the freshest), freshest, or priority (groups whose
+                      rewards differ most from their mean, weighted by length)
   --reward METRIC     the reward: f1 (default), em, cover_em, judge, or f1_format = (1 − W)·F1 + W·format
                       (graded credit plus a term for well-formed steps and an answer, so groups differ
                       even when no answer is right)   --format-weight W   W in [0, 1] (default 0.1)
@@ -148,6 +152,7 @@ flag and the field).`,
       temperature: { type: 'string' },
       lr: { type: 'string' },
       'keep-equal-groups': { type: 'boolean' },
+      selection: { type: 'string' },
       reward: { type: 'string' },
       'format-weight': { type: 'string' },
       curriculum: { type: 'string' },
@@ -163,6 +168,8 @@ flag and the field).`,
     if (!values.dataset) throw new UsageError('--dataset FILE is required (JSONL of {"id","question","answers"})');
     if (!fs.existsSync(values.dataset)) throw new UsageError(`--dataset: "${values.dataset}" does not exist`);
     if (values.mode && !['async', 'sync'].includes(values.mode)) throw new UsageError(`--mode expects async or sync, got "${values.mode}"`);
+    if (values.selection !== undefined && !(batchSelections as readonly string[]).includes(values.selection))
+      throw new UsageError(`--selection expects one of ${batchSelections.join(', ')}, got "${values.selection}"`);
     const learningRate = rateFlag(values.lr, 'lr', 1e-5);
     const text = fs.readFileSync(values.dataset, 'utf8');
     try {
@@ -188,6 +195,7 @@ flag and the field).`,
         eta: integerFlag(values.eta, 'eta', 4, 0, 1000),
         maxInflight: integerFlag(values['max-inflight'], 'max-inflight', 2 * batchSize, 1, 100_000),
         dropEqualRewardGroups: !values['keep-equal-groups'],
+        ...(values.selection !== undefined ? { selection: values.selection } : {}),
       },
       trajectory: {
         limits: {
