@@ -22,4 +22,6 @@ export interface EvaluationResultStore {
   get(resultId: string): Promise<EvaluationResultRow | undefined>;
   /** Newest first. */
   list(filter?: { dataset?: string; runId?: string; limit?: number }): Promise<EvaluationResultRow[]>;
+  /** The policy versions any evaluation measured (without reading the summaries). */
+  evaluatedVersions(): Promise<number[]>;
 }

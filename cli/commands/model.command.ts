@@ -114,9 +114,8 @@ export async function retentionPlan(
   options: { keepLast: number; keep?: readonly number[]; range?: { from?: number; to?: number } },
 ): Promise<{ plan: RetentionPlan; storedVersions: number; storedBytes: number }> {
   const rows = await services.versions.list(options.range);
-  const evaluated = [
-    ...new Set((await createPgEvaluationStore(services.pool).list({ limit: 2 ** 31 - 1 })).map((row) => row.policyVersion)),
-  ];
+  // Only the versions: a row's summary may be of an older schema, and prune needs none of it.
+  const evaluated = await createPgEvaluationStore(services.pool).evaluatedVersions();
   const stored = new Map<string, number>();
   for (const row of rows)
     if (!row.prunedAt)

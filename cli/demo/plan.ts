@@ -154,7 +154,9 @@ export const presets = {
     heldout: 20,
     sftQuestions: 24,
     trainCandidates: 8,
-    sftEpochs: 4,
+    // 8, not 4: with layers 0–25 frozen whole (session 20) 4 epochs left loss 0.11 and a policy that scored
+    // 0.05 on the first RL batches; 8 reach 0.017 (held-out EM 5 %, 3.85 tool calls) in 339 s.
+    sftEpochs: 8,
     // No separate probe: the curriculum applies the band online (a question leaves once mastered or too hard).
     bandProbe: false,
     bandK: 4,
@@ -173,7 +175,7 @@ export const presets = {
     heldout: 200,
     sftQuestions: 24,
     trainCandidates: 32,
-    sftEpochs: 4,
+    sftEpochs: 8,
     bandProbe: true,
     bandK: 4,
     steps: 6,

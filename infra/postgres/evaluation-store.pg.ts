@@ -66,6 +66,12 @@ export function createPgEvaluationStore(pool: pg.Pool): EvaluationResultStore {
       );
       return result.rows.map(fromRow);
     },
+    async evaluatedVersions() {
+      const result = await pool.query<{ policy_version: number }>(
+        'SELECT DISTINCT policy_version FROM evaluation_results ORDER BY policy_version',
+      );
+      return result.rows.map((row) => row.policy_version);
+    },
   };
 }
 
