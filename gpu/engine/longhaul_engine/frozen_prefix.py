@@ -25,7 +25,6 @@ CACHE_LIMIT_BYTES = 2 * 1024**3
 
 class FrozenPrefix:
     def __init__(self, model, cache_limit_bytes: int = CACHE_LIMIT_BYTES):
-        self.model = model
         self.inner = getattr(model, "model", None)
         self.layers = getattr(self.inner, "layers", None)
         self.cache: dict = {}
@@ -51,43 +50,28 @@ class FrozenPrefix:
         finally:
             self.inner.layers, self.inner.norm = saved_layers, saved_norm
 
-    def _prefix(self, token_rows: list) -> torch.Tensor:
-        width = max(len(r) for r in token_rows)
-        ids = torch.zeros((len(token_rows), width), dtype=torch.long)
-        attention = torch.zeros((len(token_rows), width), dtype=torch.long)
-        for i, row in enumerate(token_rows):
-            ids[i, : len(row)] = torch.as_tensor(row, dtype=torch.long)
-            attention[i, : len(row)] = 1
-        with torch.no_grad(), self._stack(self.layers[: self.depth], torch.nn.Identity()):
-            return self.inner(input_ids=ids, attention_mask=attention, use_cache=False).last_hidden_state
-
-    def _hidden(self, samples: list, keys: list) -> torch.Tensor:
-        missing = [(key, s) for key, s in zip(keys, samples) if key not in self.cache]
+    def _hidden(self, keys: list, ids: torch.Tensor, attention: torch.Tensor) -> torch.Tensor:
+        """The frozen layers' output for the rows of `ids` (right-padded like `attention`), cached per key."""
+        missing = [row for row, key in enumerate(keys) if key not in self.cache]
         computed = {}
         if missing:
-            states = self._prefix([s.token_ids for _, s in missing])
-            for row, (key, s) in enumerate(missing):
-                state = states[row, : len(s.token_ids)].clone()
-                computed[key] = state
+            with torch.no_grad(), self._stack(self.layers[: self.depth], torch.nn.Identity()):
+                states = self.inner(input_ids=ids[missing], attention_mask=attention[missing], use_cache=False).last_hidden_state
+            for state, row in zip(states, missing):
+                state = state[: int(attention[row].sum())].clone()
+                computed[keys[row]] = state
                 size = state.numel() * state.element_size()
                 if self.cache_bytes + size <= self.cache_limit_bytes:
-                    self.cache[key] = state
+                    self.cache[keys[row]] = state
                     self.cache_bytes += size
         rows = [self.cache.get(key, computed.get(key)) for key in keys]
-        width = max(r.shape[0] for r in rows)
-        hidden = torch.zeros((len(rows), width, rows[0].shape[1]), dtype=rows[0].dtype)
+        hidden = torch.zeros((len(rows), ids.shape[1], rows[0].shape[1]), dtype=rows[0].dtype)
         for i, r in enumerate(rows):
             hidden[i, : r.shape[0]] = r
         return hidden
 
-    def logits(self, samples: list, keys: list, attention: torch.Tensor) -> torch.Tensor:
-        """Logits of `samples` (right-padded like `attention`); `keys` name them within the step."""
-        hidden = self._hidden(samples, keys)
-        with self._stack(self.layers[self.depth :], self.inner.norm):
-            return self.model(inputs_embeds=hidden, attention_mask=attention, use_cache=False).logits
-
-    def final_hidden(self, samples: list, keys: list, attention: torch.Tensor) -> torch.Tensor:
-        """The normed hidden states the head reads, [B, T, H]."""
-        hidden = self._hidden(samples, keys)
+    def final_hidden(self, keys: list, ids: torch.Tensor, attention: torch.Tensor) -> torch.Tensor:
+        """The normed hidden states the head reads, [B, T, H]; `keys` name the rows within the step."""
+        hidden = self._hidden(keys, ids, attention)
         with self._stack(self.layers[self.depth :], self.inner.norm):
             return self.inner(inputs_embeds=hidden, attention_mask=attention, use_cache=False).last_hidden_state

@@ -21,22 +21,28 @@ from dataclasses import dataclass
 import torch
 
 
-def token_logprobs(logits: torch.Tensor, token_ids: torch.Tensor, with_entropy: bool, entropy_grad: bool = True) -> tuple:
-    """logp[b, t] = log p(token t | tokens < t) and the entropy of that distribution; position 0 is 0.
+def target_logprobs(logits: torch.Tensor, targets: torch.Tensor, with_entropy: bool, entropy_grad: bool = True) -> tuple:
+    """log p(target) under each distribution of `logits` [..., V] (targets [...]), and its entropy.
 
     With entropy_grad False the entropy is a metric only: computed without building a graph, so
     no vocabulary-sized tensor is kept for the backward pass."""
-    logits = logits[:, :-1].float()
+    logits = logits.float()
     normaliser = torch.logsumexp(logits, dim=-1)
-    picked = logits.gather(-1, token_ids[:, 1:].unsqueeze(-1)).squeeze(-1) - normaliser
-    pad = torch.zeros_like(picked[:, :1])
-    logp = torch.cat([pad, picked], dim=1)
+    picked = logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1) - normaliser
     if not with_entropy:
-        return logp, None
+        return picked, None
     with torch.set_grad_enabled(entropy_grad and torch.is_grad_enabled()):
         source, total = (logits, normaliser) if entropy_grad else (logits.detach(), normaliser.detach())
         entropy = total - (torch.softmax(source, dim=-1) * source).sum(-1)
-    return logp, torch.cat([pad, entropy], dim=1)
+    return picked, entropy
+
+
+def token_logprobs(logits: torch.Tensor, token_ids: torch.Tensor, with_entropy: bool, entropy_grad: bool = True) -> tuple:
+    """logp[b, t] = log p(token t | tokens < t) and the entropy of that distribution; position 0 is 0."""
+    picked, entropy = target_logprobs(logits[:, :-1], token_ids[:, 1:], with_entropy, entropy_grad)
+    pad = torch.zeros_like(picked[:, :1])
+    logp = torch.cat([pad, picked], dim=1)
+    return logp, None if entropy is None else torch.cat([pad, entropy], dim=1)
 
 
 @dataclass

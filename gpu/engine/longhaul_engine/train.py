@@ -28,7 +28,7 @@ from .advantages import group_advantages, token_advantages
 from .checkpoint import load_model, write_version
 from .errors import EngineError
 from .frozen_prefix import FrozenPrefix
-from .loss import aggregate, ppo_token_terms, token_logprobs
+from .loss import aggregate, ppo_token_terms, target_logprobs, token_logprobs
 from .manifest import Manifest, load_manifest
 from .policy import Policy, load_policy
 
@@ -58,7 +58,7 @@ def _scored_logprobs(model, samples: list, ids, attention, scored, with_entropy,
     token than four decoder layers) and the softmax run where a loss token is predicted, not on the
     prompt and observations (4 of 5 tokens in the demo's RL batches). Elsewhere logp and entropy are 0."""
     if prefix is not None and prefix.depth > 0 and keys is not None:
-        hidden = prefix.final_hidden(samples, keys, attention)
+        hidden = prefix.final_hidden(keys, ids, attention)
     else:
         hidden = model.model(input_ids=ids, attention_mask=attention, use_cache=False).last_hidden_state
     target = pad(scored)[:, : ids.shape[1]].bool()
@@ -68,16 +68,12 @@ def _scored_logprobs(model, samples: list, ids, attention, scored, with_entropy,
     temperatures = torch.tensor([getattr(s, "temperature", 1.0) for s in samples], dtype=torch.float32)
     if bool((temperatures != 1.0).any()):
         logits = logits / temperatures[rows].unsqueeze(-1)
-    normaliser = torch.logsumexp(logits, dim=-1)
-    picked = logits.gather(-1, ids[rows, cols].unsqueeze(-1)).squeeze(-1) - normaliser
-    logp = torch.zeros(ids.shape, dtype=picked.dtype).index_put((rows, cols), picked)
-    if not with_entropy:
-        return logp, None
-    with torch.set_grad_enabled(entropy_grad and torch.is_grad_enabled()):
-        source, total = (logits, normaliser) if entropy_grad else (logits.detach(), normaliser.detach())
-        values = total - (torch.softmax(source, dim=-1) * source).sum(-1)
-        entropy = torch.zeros(ids.shape, dtype=values.dtype).index_put((rows, cols), values)
-    return logp, entropy
+    picked, values = target_logprobs(logits, ids[rows, cols], with_entropy, entropy_grad)
+
+    def scatter(values_at_rows):
+        return torch.zeros(ids.shape, dtype=values_at_rows.dtype).index_put((rows, cols), values_at_rows)
+
+    return scatter(picked), None if values is None else scatter(values)
 
 
 def forward_logprobs(
@@ -100,7 +96,7 @@ def forward_logprobs(
     if scored is not None and hasattr(model, "model") and hasattr(model, "get_output_embeddings"):
         return _scored_logprobs(model, samples, ids, attention, scored, with_entropy, entropy_grad, prefix, keys)
     if prefix is not None and prefix.depth > 0 and keys is not None:
-        logits = prefix.logits(samples, keys, attention)
+        logits = model.get_output_embeddings()(prefix.final_hidden(keys, ids, attention))
     else:
         logits = model(input_ids=ids, attention_mask=attention, use_cache=False).logits
     temperatures = [getattr(s, "temperature", 1.0) for s in samples]
