@@ -3,7 +3,7 @@ import { config } from '../../infra/config.js';
 import { enginePython } from '../../infra/services/binaries.js';
 import { openServices, type Services } from '../../composition/services.js';
 import { ensurePreparedModel } from '../../gpu/infer/model-files.js';
-import { publishPolicyVersion } from '../../gpu/infer/policy-store.js';
+import { publishPolicyVersion, versionBytes } from '../../gpu/infer/policy-store.js';
 import { applyRetention, planRetention, type RetentionPlan } from '../../gpu/train/version-retention.js';
 import { createPgEvaluationStore } from '../../infra/postgres/evaluation-store.pg.js';
 import { integerFlag, parseFlags } from '../arguments.js';
@@ -117,12 +117,7 @@ export async function retentionPlan(
   // Only the versions: a row's summary may be of an older schema, and prune needs none of it.
   const evaluated = await createPgEvaluationStore(services.pool).evaluatedVersions();
   const stored = new Map<string, number>();
-  for (const row of rows)
-    if (!row.prunedAt)
-      stored.set(
-        row.blobPrefix,
-        row.files.reduce((sum, file) => sum + file.bytes, 0),
-      );
+  for (const row of rows) if (!row.prunedAt) stored.set(row.blobPrefix, versionBytes(row));
   return {
     plan: planRetention(rows, { keepLast: options.keepLast, keep: options.keep ?? [], evaluated }),
     storedVersions: stored.size,

@@ -3,11 +3,11 @@ import { test } from 'node:test';
 import type { PolicyVersionRow, PolicyVersionStore } from '../../activities/ports/policy-version-store.port.js';
 import type { BlobStore } from '../../activities/ports/blob-store.port.js';
 import { materializePolicyVersion, runStartVersion } from './policy-store.js';
+import { errorTypes, LonghaulError } from '../../workflows/contracts/errors.js';
 
 const unusedBlobs: BlobStore = new Proxy({} as BlobStore, {
   get: () => () => Promise.reject(new Error('a pruned version must not touch the blob store')),
 });
-import { errorTypes, LonghaulError } from '../../workflows/contracts/errors.js';
 
 /** The registry's contract in memory (insert once, highest is latest); Postgres is covered by policy.test. */
 function memoryStore(rows: PolicyVersionRow[]): PolicyVersionStore & { rows: PolicyVersionRow[] } {

@@ -15,6 +15,9 @@ import { diskMarginBytes, ensureFreeSpace, markUsed, pruneVersionCache, versionF
 
 export const policyBlobPrefix = (version: number) => `policies/${versionFolderName(version)}/`;
 
+/** The bytes of a registered version's files. */
+export const versionBytes = (row: Pick<PolicyVersionRow, 'files'>): number => row.files.reduce((sum, file) => sum + file.bytes, 0);
+
 /** Loading a version `longhaul model prune` deleted: refused by name (its row stays, its files are gone). */
 export function refusePruned(row: PolicyVersionRow): void {
   if (!row.prunedAt) return;
@@ -109,8 +112,7 @@ export async function materializePolicyVersion(options: MaterializeOptions): Pro
     return { dir, row };
   }
   if (options.keep !== undefined) pruneVersionCache(options.cacheDir, { keep: Math.max(1, options.keep - 1) });
-  const bytes = row.files.reduce((sum, file) => sum + file.bytes, 0);
-  ensureFreeSpace(options.cacheDir, bytes + diskMarginBytes, `policy version ${row.version} (${row.files.length} files)`);
+  ensureFreeSpace(options.cacheDir, versionBytes(row) + diskMarginBytes, `policy version ${row.version} (${row.files.length} files)`);
   const staging = `${dir}.partial-${process.pid}`;
   fs.rmSync(staging, { recursive: true, force: true });
   fs.mkdirSync(staging, { recursive: true });

@@ -27,8 +27,9 @@ import { batchRlSamples, batchSftSamples, readBatch } from './batch.js';
 import { runEngine, type EngineEvent } from './engine-process.js';
 import { batchManifestSchema, type BatchManifest } from './manifest.js';
 import { parseCheckHyperparametersInput, parseSftStepInput, parseTrainStepInput } from './train-step.schema.js';
-import { publishTrainedVersion, stageVersion, trainingOf, versionTaken } from './version-files.js';
+import { publishTrainedVersion, readEngineState, stageVersion, trainingOf, versionTaken } from './version-files.js';
 import { diskMarginBytes, ensureFreeSpace, pruneVersionCache, versionFolderName } from '../infer/version-cache.js';
+import { versionBytes } from '../infer/policy-store.js';
 
 export interface TrainActivityDependencies {
   readonly blobs: BlobStore;
@@ -157,7 +158,7 @@ export function createTrainActivities(deps: TrainActivityDependencies) {
    */
   function engineOutputOf(plan: StepPlan, outputDir: string, workDir: string): Record<string, unknown> | undefined {
     try {
-      const state = JSON.parse(fs.readFileSync(path.join(outputDir, 'engine_state.json'), 'utf8')) as Record<string, unknown>;
+      const state = readEngineState(outputDir) ?? {};
       const result = JSON.parse(fs.readFileSync(resultFile(workDir), 'utf8')) as { outputVersion?: unknown; metrics?: unknown };
       const ours =
         state.policyVersion === plan.outputVersion &&
@@ -182,7 +183,7 @@ export function createTrainActivities(deps: TrainActivityDependencies) {
   }
 
   async function runEngineOnce(plan: StepPlan, outputDir: string, workDir: string, beat: (details: unknown) => void, signal: AbortSignal) {
-    const baseBytes = plan.baseRow.files.reduce((sum, file) => sum + file.bytes, 0);
+    const baseBytes = versionBytes(plan.baseRow);
     // The staged base (unless cached), the output (its weights, optimizer state and ONNX export) and headroom.
     ensureFreeSpace(
       cacheRoot,

@@ -37,13 +37,16 @@ const sha256 = (body: Buffer) => createHash('sha256').update(body).digest('hex')
 
 const engineStateFile = 'engine_state.json';
 
-function stagedVersionOf(dir: string): unknown {
+/** The engine state a version folder holds (engine_state.json: policyVersion, runId, step, kind, …), if readable. */
+export function readEngineState(dir: string): Record<string, unknown> | undefined {
   try {
-    return (JSON.parse(fs.readFileSync(path.join(dir, engineStateFile), 'utf8')) as { policyVersion?: unknown }).policyVersion;
+    return JSON.parse(fs.readFileSync(path.join(dir, engineStateFile), 'utf8')) as Record<string, unknown>;
   } catch {
     return undefined;
   }
 }
+
+const stagedVersionOf = (dir: string): unknown => readEngineState(dir)?.policyVersion;
 
 /** A complete staged copy: every registered file at its size (engine_state.json may be rewritten) naming this version. */
 function matchesRow(dir: string, row: PolicyVersionRow): boolean {

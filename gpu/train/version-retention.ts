@@ -10,6 +10,7 @@
 import type { BlobStore } from '../../activities/ports/blob-store.port.js';
 import type { PolicyVersionRow, PolicyVersionStore } from '../../activities/ports/policy-version-store.port.js';
 import { trainingOf } from './version-files.js';
+import { versionBytes } from '../infer/policy-store.js';
 
 export type KeepReason = 'untrained' | 'last of its run' | 'evaluated' | 'latest' | 'named' | 'pruned already';
 
@@ -65,9 +66,7 @@ export function planRetention(rows: readonly PolicyVersionRow[], options: Retent
     if (reason !== undefined && reason !== 'pruned already') keptPrefixes.add(row.blobPrefix);
   }
   const pruned = doomed.map((row) => ({ row, deleteFiles: !keptPrefixes.has(row.blobPrefix) }));
-  const freedBytes = pruned
-    .filter((entry) => entry.deleteFiles)
-    .reduce((sum, entry) => sum + entry.row.files.reduce((bytes, file) => bytes + file.bytes, 0), 0);
+  const freedBytes = pruned.filter((entry) => entry.deleteFiles).reduce((sum, entry) => sum + versionBytes(entry.row), 0);
   return { kept, pruned, freedBytes };
 }
 
