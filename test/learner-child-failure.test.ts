@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { ApplicationFailure } from '@temporalio/activity';
 import { createScriptedPolicy } from './doubles/scripted-policy.js';
 import { createScriptedTools } from './doubles/scripted-tools.js';
-import { createInProcessAgent } from '../composition/in-process-agent.js';
+import { agentWorkers, type AgentWorkerOptions } from './helpers/agent-workers.js';
 import { createFinishActivities } from '../activities/agent/finish.activities.js';
 import { createPgTrajectoryStore } from '../infra/postgres/trajectory-store.pg.js';
 import { errorTypes } from '../workflows/contracts/errors.js';
@@ -40,14 +40,8 @@ function startLearner(context: TestContext, prefix: string, runId: string, maxSt
 }
 
 /** Every queue's workers in this process (scripted policy and tools), with the test's own activities. */
-function learnerWorkers(context: TestContext, extraActivities: Parameters<typeof createInProcessAgent>[0]['extraActivities']) {
-  return createInProcessAgent({
-    config: context.config,
-    blobs: context.blobs,
-    pool: context.pool,
-    prefix: context.config.taskQueuePrefix,
-    backend: createScriptedPolicy(),
-    tools: createScriptedTools(),
+function learnerWorkers(context: TestContext, extraActivities: AgentWorkerOptions['extraActivities']) {
+  return agentWorkers(context, createScriptedPolicy(), createScriptedTools(), {
     roles: ['agent', 'gpu-infer', 'tools', 'gpu-train'],
     ...(extraActivities ? { extraActivities } : {}),
   });

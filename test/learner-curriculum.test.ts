@@ -16,7 +16,7 @@ import { promisify } from 'node:util';
 import { WorkflowFailedError, type Client } from '@temporalio/client';
 import { createScriptedPolicy } from './doubles/scripted-policy.js';
 import { createScriptedTools } from './doubles/scripted-tools.js';
-import { createInProcessAgent } from '../composition/in-process-agent.js';
+import { agentWorkers } from './helpers/agent-workers.js';
 import { repoRoot } from '../infra/paths.js';
 import {
   learnerStateQuery,
@@ -78,24 +78,23 @@ test(
         JSON.stringify({ id: `q${index}`, question: `script:{"turns":1,"answer":"${answer[kind]}"} Capital of Peru?`, answers: ['Lima'] }),
       );
       await context.blobs.put(`${prefix}q.jsonl`, rows.join('\n'));
-      const workers = await createInProcessAgent({
-        config: context.config,
-        blobs: context.blobs,
-        pool: context.pool,
-        prefix: context.config.taskQueuePrefix,
-        backend: policy(() => served, mixedSeeds),
-        tools: createScriptedTools(),
-        roles: ['agent', 'gpu-infer', 'tools', 'gpu-train'],
-        extraActivities: {
-          'gpu-train': {
-            trainStep: async (input: TrainStepInput) => {
-              steps.push(input);
-              served = input.outputVersion;
-              return { version: input.outputVersion, metrics: {} };
+      const workers = await agentWorkers(
+        context,
+        policy(() => served, mixedSeeds),
+        createScriptedTools(),
+        {
+          roles: ['agent', 'gpu-infer', 'tools', 'gpu-train'],
+          extraActivities: {
+            'gpu-train': {
+              trainStep: async (input: TrainStepInput) => {
+                steps.push(input);
+                served = input.outputVersion;
+                return { version: input.outputVersion, metrics: {} };
+              },
             },
           },
         },
-      });
+      );
       const runId = `${prefix}run`;
       const workflowId = `${prefix}learner`;
       const { result, firstRunId, midway } = await workers.run(async () => {
@@ -192,15 +191,7 @@ test('a learner whose curriculum band is empty or outside [0, 1] fails at once w
   const prefix = uniquePrefix('curriculum-bad');
   const context = await openContext(prefix);
   try {
-    const workers = await createInProcessAgent({
-      config: context.config,
-      blobs: context.blobs,
-      pool: context.pool,
-      prefix: context.config.taskQueuePrefix,
-      backend: createScriptedPolicy(),
-      tools: createScriptedTools(),
-      roles: ['agent'],
-    });
+    const workers = await agentWorkers(context, createScriptedPolicy(), createScriptedTools(), { roles: ['agent'] });
     await workers.run(async () => {
       for (const [curriculum, message] of [
         [

@@ -6,7 +6,15 @@ import type { TestContext } from './stack.js';
 
 export type AgentWorkers = InProcessAgent;
 
-export function agentWorkers(context: TestContext, backend: PolicyBackend, tools: Pick<ToolActivities, 'runTools'>): Promise<AgentWorkers> {
+/** Other queues (`roles`) and a test's own activities (`extraActivities`) as createInProcessAgent takes them. */
+export type AgentWorkerOptions = Pick<Parameters<typeof createInProcessAgent>[0], 'roles' | 'extraActivities'>;
+
+export function agentWorkers(
+  context: TestContext,
+  backend: PolicyBackend,
+  tools: Pick<ToolActivities, 'runTools'>,
+  options: AgentWorkerOptions = {},
+): Promise<AgentWorkers> {
   return createInProcessAgent({
     config: context.config,
     blobs: context.blobs,
@@ -14,5 +22,6 @@ export function agentWorkers(context: TestContext, backend: PolicyBackend, tools
     backend,
     tools,
     prefix: context.config.taskQueuePrefix,
+    ...options,
   });
 }
