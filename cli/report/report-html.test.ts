@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { analyseTrajectory } from '../../activities/analysis/behaviour.js';
 import type { TrajectoryView } from '../../activities/analysis/trajectory-view.js';
 import { datasetStatistics, stepPoints, throughput } from './gather-report.js';
-import { renderReport, reportCharts } from './report-html.js';
+import { renderReport, reportCharts, timeAxisFormat } from './report-html.js';
 import type { ReportModel } from './report-model.js';
 import { formatReportSummary } from './report-summary.js';
 import { formatTrajectory, renderTrajectoryPage, trajectoryPageName } from './trajectory-format.js';
@@ -313,4 +313,10 @@ test('a trajectory child says in the Web UI what it is and where to read it, wit
   assert.match(metadata.staticDetails, /`longhaul show learner-r-g1-s0`/);
   assert.match(metadata.staticDetails, /dataset `datasets\/r\/train\.jsonl` · question `q1` · sample 0 · run `r` · started on policy v2/);
   assert.match(metadata.staticDetails, /`LonghaulRunId = 'r' AND LonghaulQuestionId = 'q1'`/);
+});
+
+test('the samples-per-hour time axis shows seconds over a short run, where minute labels repeated', () => {
+  const at = (minutes: number) => new Date(Date.UTC(2026, 11, 3, 23, 58) + minutes * 60_000).toISOString();
+  assert.equal(timeAxisFormat([at(0), at(2), at(5)]), '%H:%M:%S');
+  assert.equal(timeAxisFormat([at(0), at(45), at(120)]), '%H:%M');
 });

@@ -19,6 +19,15 @@ const schema = 'https://vega.github.io/schema/vega-lite/v6.json';
 const width = 520;
 const height = 220;
 
+/**
+ * Hours and minutes on a time axis, and seconds too over a short run: the axis puts ticks every
+ * 30 s on a run of a few minutes, which %H:%M labelled twice each (a 20-minute demo's report).
+ */
+export function timeAxisFormat(times: readonly string[]): string {
+  const stamps = times.map((time) => Date.parse(time));
+  return Math.max(...stamps) - Math.min(...stamps) <= 30 * 60_000 ? '%H:%M:%S' : '%H:%M';
+}
+
 export function escapeHtml(text: string): string {
   return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;');
 }
@@ -161,7 +170,7 @@ export function reportCharts(model: ReportModel): Chart[] {
         data: { values: model.throughput },
         mark: { type: 'line', point: true },
         encoding: {
-          x: { field: 'at', type: 'temporal', title: 'time', axis: { format: '%H:%M' } },
+          x: { field: 'at', type: 'temporal', title: 'time', axis: { format: timeAxisFormat(model.throughput.map((point) => point.at)) } },
           y: { field: 'samplesPerHour', type: 'quantitative', title: 'samples / hour' },
           tooltip: [
             { field: 'at', type: 'temporal', format: '%H:%M:%S' },
