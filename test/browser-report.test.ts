@@ -98,7 +98,8 @@ function syntheticModel(): ReportModel {
     heldOut: [
       { version: 0, series: 'demo held-out EM', n: 6, mean: 0.17, low: 0, high: 0.5 },
       { version: 3, series: 'demo held-out EM', n: 6, mean: 0.5, low: 0.17, high: 0.83 },
-      { version: 3, series: 'hotpotqa EM Avg@4', n: 20, mean: 0.3, low: 0.2, high: 0.4 },
+      // The same value at the same version as the demo's series: both must still show.
+      { version: 3, series: 'hotpotqa EM Avg@4', n: 20, mean: 0.5, low: 0.17, high: 0.83 },
     ],
     staleness: [
       { value: 0, group: 'consumed', count: 18 },

@@ -108,7 +108,7 @@ test('held-out points without an interval are drawn at their mean; evaluation re
   });
   const chart = reportCharts(model).find((candidate) => candidate.id === 'chart-held-out')!;
   assert.deepEqual((chart.spec.data as { values: unknown[] }).values, [
-    { version: 2, series: 'demo held-out EM', n: 1, mean: 1, low: 1, high: 1 },
+    { version: 2, series: 'demo held-out EM', n: 1, mean: 1, low: 1, high: 1, position: 2 },
   ]);
   // Accuracy keeps its [0, 1] axis (all-zero accuracies drew one tick labelled 0.000000).
   const layers = chart.spec.layer as { encoding: { y: { scale?: { domain?: number[] } } } }[];
@@ -319,4 +319,20 @@ test('the samples-per-hour time axis shows seconds over a short run, where minut
   const at = (minutes: number) => new Date(Date.UTC(2026, 11, 3, 23, 58) + minutes * 60_000).toISOString();
   assert.equal(timeAxisFormat([at(0), at(2), at(5)]), '%H:%M:%S');
   assert.equal(timeAxisFormat([at(0), at(45), at(120)]), '%H:%M');
+});
+
+test('series that share a version are drawn side by side, not one over the other', () => {
+  const point = (version: number, series: string) => ({ version, series, n: 20, mean: 0.05, low: 0, high: 0.15 });
+  const model = emptyModel({
+    heldOut: [point(0, 'demo held-out EM'), point(1, 'demo held-out EM'), point(1, 'synth EM Avg@1'), point(2, 'synth EM Avg@1')],
+  });
+  const chart = reportCharts(model).find((candidate) => candidate.id === 'chart-held-out')!;
+  const values = (chart.spec.data as { values: { version: number; series: string; position: number }[] }).values;
+  const atOne = values.filter((value) => value.version === 1).map((value) => value.position);
+  assert.equal(new Set(atOne).size, 2, 'two series at version 1 get two positions');
+  for (const value of values)
+    assert.ok(Math.abs(value.position - value.version) <= 0.25, `${value.series} v${value.version} stays by its version`);
+  const layers = chart.spec.layer as { encoding: { x: { field: string; scale: { domain: number[] } } } }[];
+  assert.equal(layers[1]!.encoding.x.field, 'position');
+  assert.deepEqual(layers[1]!.encoding.x.scale.domain, [-0.5, 2.5]);
 });

@@ -41,15 +41,40 @@ const fixed = (value: number | null | undefined, digits = 3) =>
   value === null || value === undefined || Number.isNaN(value) ? '–' : value.toFixed(digits);
 const percent = (value: number | null | undefined) => (value === null || value === undefined ? '–' : `${(value * 100).toFixed(0)} %`);
 
-/** `domain`: a fixed y range (accuracy is a share: [0, 1], also when every value is 0, where a free axis collapses to one tick). */
-function intervalChart(values: readonly object[], yTitle: string, domain?: readonly [number, number]): Record<string, unknown> {
-  const x = { field: 'version', type: 'ordinal', title: 'policy version', axis: { labelAngle: 0 } };
+/**
+ * Points with a mean and an interval per policy version, one colour per series. Series that share a
+ * version are drawn side by side (each moved by a small step along the version axis, `position`): two
+ * series with the same value at the same version drew one over the other, so one colour showed (the
+ * demo's held-out EM and the evaluation of the same version, seen in a report in headless chromium).
+ * `domain`: a fixed y range (accuracy is a share: [0, 1], also when every value is 0, where a free axis
+ * collapses to one tick).
+ */
+function intervalChart(
+  values: readonly { version: number; series: string }[],
+  yTitle: string,
+  domain?: readonly [number, number],
+): Record<string, unknown> {
+  const series = [...new Set(values.map((value) => value.series))];
+  const versions = values.map((value) => value.version);
+  const span = Math.max(1, Math.max(...versions) - Math.min(...versions));
+  const step = series.length > 1 ? Math.min(0.25 / (series.length - 1), 0.04 * span) : 0;
+  const placed = values.map((value) => ({
+    ...value,
+    position: value.version + step * (series.indexOf(value.series) - (series.length - 1) / 2),
+  }));
+  const x = {
+    field: 'position',
+    type: 'quantitative',
+    title: 'policy version',
+    scale: { domain: [Math.min(...versions) - 0.5, Math.max(...versions) + 0.5], nice: false, zero: false },
+    axis: { labelAngle: 0, tickMinStep: 1, format: 'd', grid: false },
+  };
   const color = { field: 'series', type: 'nominal', title: null, legend: { orient: 'bottom', columns: 2, labelLimit: 400 } };
   return {
     $schema: schema,
     width,
     height,
-    data: { values },
+    data: { values: placed },
     layer: [
       {
         mark: { type: 'rule', strokeWidth: 2 },
