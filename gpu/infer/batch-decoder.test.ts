@@ -204,3 +204,46 @@ describe('continuous batching in the onnx policy (tiny model)', () => {
     }
   });
 });
+
+describe('the decoder keeps the batch cache itself (format 4) and agrees with taking the grown cache back', () => {
+  // 45 new tokens: more than the 32 spare columns a rebuilt cache gets, so the buffer grows mid-decode.
+  const requests: GenerateRequest[] = [
+    { prompt: 'The capital of France is', maxNewTokens: 45 },
+    { prompt: 'Once upon a time', maxNewTokens: 40, temperature: 0.8, seed: 7, topP: 0.9 },
+    { prompt: 'Hi', maxNewTokens: 12 },
+  ];
+
+  it('gives the same tokens and logprobs, alone and batched, with fewer columns handed back', async () => {
+    const modelDir = await tinyModelDir();
+    const results: Record<string, GenerateResult[][]> = {};
+    const columns: Record<string, number[]> = {};
+    for (const keepOwnCache of [true, false]) {
+      const runs: RunReport[] = [];
+      const backend = await createOnnxBackend({ modelDir, version: 1, threads: 1, keepOwnCache, onRun: (run) => runs.push(run) });
+      try {
+        if (keepOwnCache) assert.equal(backend.model.keepsOwnCache, true, 'the tiny model is prepared as format 4');
+        const alone: GenerateResult[] = [];
+        for (const request of requests) alone.push(await backend.generate(request));
+        const batched = await Promise.all(requests.map((request) => backend.generate(request)));
+        results[String(keepOwnCache)] = [alone, batched];
+        columns[String(keepOwnCache)] = runs.filter((run) => run.kind === 'decode').map((run) => run.columns);
+      } finally {
+        await backend.close();
+      }
+    }
+    const [ownAlone, ownBatched] = results.true!;
+    const [presentAlone, presentBatched] = results.false!;
+    requests.forEach((_, index) => {
+      assertSameGeneration(ownAlone![index]!, presentAlone![index]!, `sequence ${index} alone, own cache vs grown cache`);
+      assertSameGeneration(ownBatched![index]!, presentBatched![index]!, `sequence ${index} batched, own cache vs grown cache`);
+      assertSameGeneration(ownBatched![index]!, ownAlone![index]!, `sequence ${index} own cache, batched vs alone`);
+    });
+    // Kept: the graph sees the buffer's capacity, which grows in steps (a copy every 32 decode steps at most);
+    // taken back: a new column every step.
+    const steps = (list: number[]) => list.filter((value, index) => index > 0 && value !== list[index - 1]).length;
+    assert.ok(
+      steps(columns.true!) < steps(columns.false!) / 4,
+      `column changes: own ${steps(columns.true!)}, grown ${steps(columns.false!)}`,
+    );
+  });
+});

@@ -2,10 +2,13 @@
  * Continuous batching on one OnnxModel: every active sequence advances in one session run per
  * decode step, so the 135 M weights are read once per step for the whole batch instead of once per
  * sequence. Sequences join and leave between steps. The batch's key/value cache is one padded
- * tensor per layer ([rows, kvHeads, columns, headDim]) with a per-row mask of the columns that hold
- * real tokens. While the membership stays the same, the grown cache onnxruntime returns is fed back
- * as it is; when it changes, the cache is rebuilt once, each row's real columns copied right-aligned
- * (left padding) and columns no row uses dropped.
+ * tensor per layer ([rows, kvHeads, capacity, headDim]) with a per-row mask of the columns that hold
+ * real tokens. Where the graph outputs the new positions' keys and values (`model.keepsOwnCache`), the
+ * cache is a buffer with spare columns that each run's new columns are written into in place (the
+ * unused columns masked out), and the whole cache never comes back from onnxruntime; otherwise the
+ * grown cache onnxruntime returns is fed back as it is. When the membership changes, the cache is
+ * rebuilt once, each row's real columns copied right-aligned (left padding) and columns no row uses
+ * dropped.
  *
  * Prompts are prefilled in chunks (`prefillChunkTokens` per sequence and run), several prompts in
  * one run, and prefill runs alternate with decode steps so a long prompt does not stall the tokens
@@ -34,6 +37,11 @@ export interface BatchDecoderOptions {
   readonly maxPrefillRows?: number;
   /** Hears every session run (benchmarks: step times, batch sizes). */
   readonly onRun?: (run: RunReport) => void;
+  /**
+   * Keep the cache in the decoder and fetch only the new columns (where the graph has them: format 4), or
+   * take the grown cache back every run. @default model.keepsOwnCache
+   */
+  readonly keepOwnCache?: boolean;
 }
 
 export interface RunReport {
@@ -79,9 +87,15 @@ interface Sequence extends DecoderSequence {
 
 interface Group {
   readonly members: Sequence[];
-  readonly columns: number;
-  readonly tensors: Float32Array[];
+  /** Columns written so far (real or padding); the next run's new columns go after them. */
+  columns: number;
+  /** Columns the tensors hold (≥ columns; the rest are spare, masked out). */
+  capacity: number;
+  tensors: Float32Array[];
 }
+
+/** Spare columns a rebuilt cache gets when the decoder keeps its own: a regrowth (one copy of the cache) every this many decode steps. */
+const spareColumns = 32;
 
 export class BatchDecoder {
   private readonly model: OnnxModel;
@@ -89,6 +103,7 @@ export class BatchDecoder {
   private readonly chunk: number;
   private readonly maxPrefillRows: number;
   private readonly onRun: ((run: RunReport) => void) | undefined;
+  private readonly ownCache: boolean;
   private readonly prefillQueue: Sequence[] = [];
   private prefillGroup: Group | undefined;
   /** Prefilled, waiting for a row in the decode batch. */
@@ -106,6 +121,9 @@ export class BatchDecoder {
     this.chunk = options.prefillChunkTokens ?? 128;
     this.maxPrefillRows = options.maxPrefillRows ?? 8;
     this.onRun = options.onRun;
+    if (options.keepOwnCache && !this.model.keepsOwnCache)
+      throw new Error('keepOwnCache needs a model graph with new.* outputs (format 4): re-run `longhaul model prepare`');
+    this.ownCache = options.keepOwnCache ?? this.model.keepsOwnCache;
   }
 
   /**
@@ -355,8 +373,9 @@ export class BatchDecoder {
       return current;
     const { layers, kvHeads, headDim } = this.model.manifest;
     const columns = Math.max(0, ...members.map((member) => member.length));
+    const capacity = this.ownCache ? columns + spareColumns : columns;
     const rows = members.length;
-    const tensors = Array.from({ length: 2 * layers }, () => new Float32Array(rows * kvHeads * columns * headDim));
+    const tensors = Array.from({ length: 2 * layers }, () => new Float32Array(rows * kvHeads * capacity * headDim));
     members.forEach((member, row) => {
       const source = member.group;
       if (source && member.length > 0) {
@@ -366,8 +385,8 @@ export class BatchDecoder {
           const from = source.tensors[tensor]!;
           const to = tensors[tensor]!;
           for (let head = 0; head < kvHeads; head += 1) {
-            const fromBase = (member.row * kvHeads + head) * source.columns * headDim;
-            const toBase = ((row * kvHeads + head) * columns + offset) * headDim;
+            const fromBase = (member.row * kvHeads + head) * source.capacity * headDim;
+            const toBase = ((row * kvHeads + head) * capacity + offset) * headDim;
             let written = 0;
             for (const [start, end] of runs) {
               to.set(from.subarray(fromBase + start * headDim, fromBase + end * headDim), toBase + written * headDim);
@@ -376,10 +395,10 @@ export class BatchDecoder {
           }
         }
       }
-      member.mask = new Uint8Array(columns);
-      member.mask.fill(1, columns - member.length);
+      member.mask = new Uint8Array(capacity);
+      member.mask.fill(1, columns - member.length, columns);
     });
-    const group: Group = { members, columns, tensors };
+    const group: Group = { members, columns, capacity, tensors };
     members.forEach((member, row) => {
       member.group = group;
       member.row = row;
@@ -387,7 +406,29 @@ export class BatchDecoder {
     return group;
   }
 
-  /** One session run of `group` with each row's new tokens left-padded to the widest; the group takes the grown cache. */
+  /** Make room for `newTokens` more columns in a group whose cache the decoder keeps: a larger buffer, the written columns copied. */
+  private grow(group: Group, newTokens: number): void {
+    const { kvHeads, headDim } = this.model.manifest;
+    const capacity = group.columns + newTokens + spareColumns;
+    const rows = group.members.length;
+    group.tensors = group.tensors.map((from) => {
+      const to = new Float32Array(rows * kvHeads * capacity * headDim);
+      for (let block = 0; block < rows * kvHeads; block += 1)
+        to.set(
+          from.subarray(block * group.capacity * headDim, (block * group.capacity + group.columns) * headDim),
+          block * capacity * headDim,
+        );
+      return to;
+    });
+    for (const member of group.members) {
+      const mask = new Uint8Array(capacity);
+      mask.set(member.mask.subarray(0, group.columns));
+      member.mask = mask;
+    }
+    group.capacity = capacity;
+  }
+
+  /** One session run of `group` with each row's new tokens left-padded to the widest; the group takes the new columns. */
   private async run(
     kind: RunReport['kind'],
     group: Group,
@@ -397,44 +438,66 @@ export class BatchDecoder {
   ): Promise<Float32Array> {
     const rows = group.members.length;
     const newTokens = Math.max(1, ...tokens.map((row) => row.length));
-    const total = group.columns + newTokens;
+    const ownCache = this.ownCache;
+    if (ownCache && group.columns + newTokens > group.capacity) this.grow(group, newTokens);
+    // The graph sees the past (every column of the buffer, spare ones masked) and then the new positions.
+    const past = group.capacity;
+    const total = past + newTokens;
     const tokenIds = new BigInt64Array(rows * newTokens);
     const positionIds = new BigInt64Array(rows * newTokens);
     const attentionMask = new BigInt64Array(rows * total);
-    const masks: Uint8Array[] = [];
     group.members.forEach((member, row) => {
       const own = tokens[row]!;
       const padding = newTokens - own.length;
-      const mask = new Uint8Array(total);
-      mask.set(member.mask);
       for (let index = 0; index < newTokens; index += 1) {
         const real = index >= padding;
         tokenIds[row * newTokens + index] = BigInt(real ? own[index - padding]! : 0);
         positionIds[row * newTokens + index] = BigInt(member.length + Math.max(0, index - padding));
-        if (real) mask[group.columns + index] = 1;
+        if (real) attentionMask[row * total + past + index] = 1n;
       }
-      for (let column = 0; column < total; column += 1) attentionMask[row * total + column] = BigInt(mask[column]!);
-      masks.push(mask);
+      for (let column = 0; column < past; column += 1) if (member.mask[column] === 1) attentionMask[row * total + column] = 1n;
     });
     const started = performance.now();
     const output = await this.model.runBatch({
       rows,
       newTokens,
-      pastLength: group.columns,
+      pastLength: past,
       tokenIds,
       attentionMask,
       positionIds,
       logitsPositions,
       past: group.tensors,
+      newOnly: ownCache,
     });
     const ms = performance.now() - started;
-    // The grown cache replaces the group's in place: same members, same rows.
-    const grown: Group = { members: group.members, columns: total, tensors: output.present };
+    const { kvHeads, headDim } = this.model.manifest;
+    let grown: Group;
+    if (output.cache.kind === 'new') {
+      // The new columns go into the buffer after the written ones: same members, same rows.
+      group.tensors.forEach((to, tensor) => {
+        const from = output.cache.tensors[tensor]!;
+        for (let block = 0; block < rows * kvHeads; block += 1)
+          to.set(
+            from.subarray(block * newTokens * headDim, (block + 1) * newTokens * headDim),
+            (block * group.capacity + group.columns) * headDim,
+          );
+      });
+      grown = group;
+    } else {
+      // The grown cache replaces the group's: same members, same rows; its columns are past + new.
+      grown = { members: group.members, columns: total, capacity: total, tensors: output.cache.tensors };
+    }
+    const start = output.cache.kind === 'new' ? group.columns : past;
     group.members.forEach((member, row) => {
+      const mask = grown === group ? member.mask : new Uint8Array(total);
+      if (grown !== group) mask.set(member.mask);
+      const padding = newTokens - tokens[row]!.length;
+      for (let index = padding; index < newTokens; index += 1) mask[start + index] = 1;
       member.group = grown;
-      member.mask = masks[row]!;
+      member.mask = mask;
       member.length += tokens[row]!.length;
     });
+    grown.columns = start + newTokens;
     if (kind === 'decode') this.decodeGroup = grown;
     else this.prefillGroup = grown;
     this.onRun?.({ kind, rows, active, newTokens, columns: total, ms });

@@ -15,11 +15,13 @@ const run = promisify(execFile);
 export const manifestFileName = 'longhaul-model.json';
 
 /** The prepared-folder layout `longhaul model prepare` writes (longhaul_engine.prepare FORMAT_VERSION). */
-export const modelFormat = 3;
+export const modelFormat = 4;
 
 /** Layouts this code still serves: format 2 has the same graph inputs and outputs as 3, with attention that
- * copies the key/value cache once per query-head group (slower); a local format-2 folder is re-prepared. */
-export const readableModelFormats = [2, modelFormat] as const;
+ * copies the key/value cache once per query-head group (slower); format 3 lacks 4's `new.*` outputs, so the
+ * batch decoder takes the grown cache back from onnxruntime every run (slower at wide batches). A local
+ * folder of an older format is re-prepared. */
+export const readableModelFormats = [2, 3, modelFormat] as const;
 
 export const modelManifestSchema = z.object({
   format: z.literal(

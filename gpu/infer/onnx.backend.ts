@@ -31,6 +31,8 @@ export interface OnnxBackendOptions {
   readonly maxBatchSize?: number;
   /** Hears every session run (benchmarks and tests: batch sizes, step times). */
   readonly onRun?: (run: RunReport) => void;
+  /** The decoder keeps the batch's cache and fetches only new columns (BatchDecoderOptions.keepOwnCache). @default where the graph allows */
+  readonly keepOwnCache?: boolean;
 }
 
 /** One generated token as it is sampled: its id, behaviour logprob and the text it adds (may be '' mid-character; stop tokens are not reported). */
@@ -63,7 +65,12 @@ export async function createOnnxBackend(options: OnnxBackendOptions): Promise<On
     executionProviders: options.executionProviders ?? ['cpu'],
     threads: options.threads ?? 0,
   });
-  const decoder = new BatchDecoder({ model, maxBatchSize: options.maxBatchSize ?? 32, ...(options.onRun ? { onRun: options.onRun } : {}) });
+  const decoder = new BatchDecoder({
+    model,
+    maxBatchSize: options.maxBatchSize ?? 32,
+    ...(options.onRun ? { onRun: options.onRun } : {}),
+    ...(options.keepOwnCache !== undefined ? { keepOwnCache: options.keepOwnCache } : {}),
+  });
   const contextWindow = readContextWindow(options.modelDir);
   const stopTokenIds = new Set(manifest.stopTokenIds);
   const promptTokenIds = (request: GenerateRequest) => tokenizer.encode(request.messages ? renderChat(request.messages) : request.prompt);

@@ -33,7 +33,9 @@ GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MANIFEST = "longhaul-model.json"
 END_TOKENS = ("<|im_end|>", "<|endoftext|>")
 # 3: attention exported grouped (export.grouped_query_attention); same graph inputs and outputs as 2.
-FORMAT_VERSION = 3
+# 4: the graph also outputs the new positions' keys and values (`new.{i}.{key,value}`), so the policy keeps the
+#    batch's cache itself and never fetches the whole grown cache.
+FORMAT_VERSION = 4
 
 
 def log(message: str) -> None:

@@ -10,7 +10,7 @@ from engine_fixtures import make_tiny_model_dir
 
 from longhaul_engine.checkpoint import load_model
 from longhaul_engine.decode_step import fastest_steps, operator_shares
-from longhaul_engine.export import export_onnx, io_names
+from longhaul_engine.export import export_onnx, io_names, new_key_value_names
 from longhaul_engine.quantize import logprob_drift, quantize
 
 IDS = [5, 17, 42, 99, 7, 3, 14, 15, 92, 65, 35, 89, 79, 32, 38, 46]
@@ -36,7 +36,7 @@ def test_the_int8_copy_keeps_inputs_and_outputs_and_reports_its_drift(tmp_path):
     session = onnxruntime.InferenceSession(str(tmp_path / "int8" / "model.onnx"), providers=["CPUExecutionProvider"])
     inputs, outputs = io_names(model.config.num_hidden_layers)
     assert [node.name for node in session.get_inputs()] == inputs
-    assert [node.name for node in session.get_outputs()] == outputs
+    assert [node.name for node in session.get_outputs()] == outputs + new_key_value_names(model.config.num_hidden_layers)
     assert json.loads((tmp_path / "int8" / "longhaul-model.json").read_text())["onnx"]["weights"].startswith("int8")
     assert (tmp_path / "int8" / "model.safetensors").exists()
     float32, int8 = logprob_drift(model, folder / "model.onnx", IDS), logprob_drift(model, tmp_path / "int8" / "model.onnx", IDS)
