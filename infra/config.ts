@@ -380,6 +380,15 @@ export const environmentSchema = z.object({
     .default('cpu')
     .describe("onnxruntime execution provider; `cuda` needs onnxruntime-node's CUDA build and falls back to cpu when it is missing."),
   LONGHAUL_ONNX_THREADS: z.coerce.number().int().min(0).max(1024).default(0).describe('onnxruntime intra-op threads (0: one per core).'),
+  LONGHAUL_PREFIX_CACHE_MB: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(1_048_576)
+    .default(512)
+    .describe(
+      "Megabytes of finished generations' keys and values the onnx policy keeps, so that a trajectory's next turn (its transcript so far plus the tool results) is prefilled only from where it differs (0: off). About 46 KB per token for SmolLM2-135M.",
+    ),
   LONGHAUL_VERSION_CACHE_KEEP: z.coerce
     .number()
     .int()
@@ -518,6 +527,8 @@ export interface Config {
     readonly version: number | null;
     readonly executionProvider: 'cpu' | 'cuda';
     readonly threads: number;
+    /** Bytes of the onnx policy's prefix cache (LONGHAUL_PREFIX_CACHE_MB). */
+    readonly prefixCacheBytes: number;
     readonly openai: {
       readonly baseUrl: string | null;
       readonly model: string;
@@ -635,6 +646,7 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
       version: env.LONGHAUL_POLICY_VERSION ?? null,
       executionProvider: env.LONGHAUL_ONNX_EXECUTION_PROVIDER,
       threads: env.LONGHAUL_ONNX_THREADS,
+      prefixCacheBytes: env.LONGHAUL_PREFIX_CACHE_MB * 1024 * 1024,
       openai: {
         baseUrl: env.LONGHAUL_OPENAI_BASE_URL ?? null,
         model: env.LONGHAUL_OPENAI_MODEL,

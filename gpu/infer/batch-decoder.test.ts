@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { GenerateRequest, GenerateResult } from '../../activities/ports/policy.port.js';
-import type { RunReport } from './batch-decoder.js';
+import type { PrefixReuse, RunReport } from './batch-decoder.js';
 import { createOnnxBackend, type OnnxBackend } from './onnx.backend.js';
 import { tinyModelDir } from '../../test/doubles/test-model.js';
 import { errorTypes, LonghaulError } from '../../workflows/contracts/errors.js';
@@ -245,5 +245,61 @@ describe('the decoder keeps the batch cache itself (format 4) and agrees with ta
       steps(columns.true!) < steps(columns.false!) / 4,
       `column changes: own ${steps(columns.true!)}, grown ${steps(columns.false!)}`,
     );
+  });
+});
+
+describe('the prefix cache: a prompt that extends a finished generation is prefilled from where they part', () => {
+  it('gives the next turn the same tokens and logprobs as a prefill from the start, and prefills only the new tokens', async () => {
+    const modelDir = await tinyModelDir();
+    const first: GenerateRequest = { prompt: 'Question: what is the capital of Peru?\nThink, then search.\n', maxNewTokens: 14 };
+    const turns = async (prefixCacheBytes: number) => {
+      const runs: RunReport[] = [];
+      const backend = await createOnnxBackend({ modelDir, version: 1, threads: 1, prefixCacheBytes, onRun: (run) => runs.push(run) });
+      const reuses: PrefixReuse[] = [];
+      backend.decoder.onPrefixReuse = (reuse) => reuses.push(reuse);
+      try {
+        const one = await backend.generate(first);
+        // The next turn: the transcript so far, then a tool result; two samples of it at once (a group).
+        const next: GenerateRequest = {
+          prompt: `${first.prompt}${one.text}\n<result>Lima is the capital and largest city of Peru.</result>\n`,
+          maxNewTokens: 10,
+          temperature: 0.8,
+          seed: 3,
+        };
+        runs.length = 0;
+        const two = await Promise.all([backend.generate(next), backend.generate({ ...next, seed: 4 })]);
+        const prefilled = runs.filter((run) => run.kind === 'prefill').reduce((sum, run) => sum + run.newTokens * run.active, 0);
+        return { one, two, reuses, prefilled, promptTokens: two[0]!.promptTokenIds.length, state: backend.decoder.prefixCacheState() };
+      } finally {
+        await backend.close();
+      }
+    };
+    const cached = await turns(64 * 1024 * 1024);
+    const plain = await turns(0);
+    assertSameGeneration(cached.one, plain.one, 'first turn');
+    cached.two.forEach((result, index) => assertSameGeneration(result, plain.two[index]!, `next turn, sample ${index}`));
+    assert.equal(plain.reuses.length, 0);
+    assert.equal(cached.reuses.length, 2, 'both samples of the next turn start from the first turn');
+    const firstLength = cached.one.promptTokenIds.length + cached.one.tokenIds.length - 1; // the last sampled token was never fed
+    for (const reuse of cached.reuses)
+      assert.ok(reuse.reused >= cached.one.promptTokenIds.length && reuse.reused <= firstLength, JSON.stringify(reuse));
+    assert.ok(
+      cached.prefilled <= 2 * (cached.promptTokens - cached.one.promptTokenIds.length),
+      `prefilled ${cached.prefilled} tokens with the cache, ${plain.prefilled} without`,
+    );
+    assert.equal(plain.prefilled, 2 * plain.promptTokens);
+    // One entry per finished generation at most (an entry that a later one extends token for token is dropped;
+    // here the transcript's text re-tokenizes differently where the generated text ends, so the first stays).
+    assert.ok(cached.state.entries >= 1 && cached.state.entries <= 3 && cached.state.bytes > 0, JSON.stringify(cached.state));
+  });
+
+  it('keeps no more than its bytes, dropping the least recently used entry first', async () => {
+    const backend = await createOnnxBackend({ modelDir: await tinyModelDir(), version: 1, threads: 1, prefixCacheBytes: 1 });
+    try {
+      await backend.generate({ prompt: 'A prompt long enough to be worth keeping in the cache, twice over.', maxNewTokens: 4 });
+      assert.deepEqual(backend.decoder.prefixCacheState(), { entries: 0, bytes: 0 }, 'an entry larger than the budget is not kept');
+    } finally {
+      await backend.close();
+    }
   });
 });

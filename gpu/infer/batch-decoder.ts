@@ -16,6 +16,13 @@
  * scored forced text, recomputed prefix logprobs) is prefilled on its own.
  *
  * A run that fails rejects the sequences in that run only; the others go on.
+ *
+ * Prefix cache: a released sequence leaves its keys and values behind (compacted, keyed by its token
+ * ids, least recently used first out past `prefixCacheBytes`), and a prompt that starts with the tokens
+ * of one (the next turn of the same trajectory: its transcript so far plus the tool results; or a
+ * sibling sample of the same question) is prefilled from where they part instead of from its start.
+ * The decoder belongs to one set of weights (a new policy version gets a new decoder), so an entry is
+ * never reused across versions.
  */
 import type { OnnxModel } from './onnx-model.js';
 
@@ -37,11 +44,20 @@ export interface BatchDecoderOptions {
   readonly maxPrefillRows?: number;
   /** Hears every session run (benchmarks: step times, batch sizes). */
   readonly onRun?: (run: RunReport) => void;
+  /** Bytes of released sequences' keys and values kept for reuse by prompts that extend them (0: none). @default 0 */
+  readonly prefixCacheBytes?: number;
   /**
    * Keep the cache in the decoder and fetch only the new columns (where the graph has them: format 4), or
    * take the grown cache back every run. @default model.keepsOwnCache
    */
   readonly keepOwnCache?: boolean;
+}
+
+/** A prefill that started from a released sequence's keys and values (the prefix cache). */
+export interface PrefixReuse {
+  /** Prompt tokens whose keys and values came from the cache. */
+  readonly reused: number;
+  readonly promptTokens: number;
 }
 
 export interface RunReport {
@@ -83,7 +99,20 @@ interface Sequence extends DecoderSequence {
   /** Which of the group's columns hold this sequence's real tokens. */
   mask: Uint8Array;
   released: boolean;
+  /** The token ids in the cache, in order (the prefix cache's key once the sequence is released). */
+  tokens: number[];
 }
+
+/** A released sequence's keys and values, compacted: 2 × layers tensors of [1, kvHeads, tokens, headDim]. */
+interface PrefixEntry {
+  readonly tokens: readonly number[];
+  readonly tensors: Float32Array[];
+  readonly bytes: number;
+  used: number;
+}
+
+/** Fewer shared tokens than this are prefilled again rather than copied out of the cache. */
+const minimumReuse = 16;
 
 interface Group {
   readonly members: Sequence[];
@@ -104,6 +133,12 @@ export class BatchDecoder {
   private readonly maxPrefillRows: number;
   private readonly onRun: ((run: RunReport) => void) | undefined;
   private readonly ownCache: boolean;
+  private readonly prefixCacheBytes: number;
+  private readonly prefixEntries: PrefixEntry[] = [];
+  private prefixBytes = 0;
+  private prefixClock = 0;
+  /** Hears every prefill that reused cached keys and values (benchmarks, tests). */
+  onPrefixReuse: ((reuse: PrefixReuse) => void) | undefined;
   private readonly prefillQueue: Sequence[] = [];
   private prefillGroup: Group | undefined;
   /** Prefilled, waiting for a row in the decode batch. */
@@ -124,6 +159,7 @@ export class BatchDecoder {
     if (options.keepOwnCache && !this.model.keepsOwnCache)
       throw new Error('keepOwnCache needs a model graph with new.* outputs (format 4): re-run `longhaul model prepare`');
     this.ownCache = options.keepOwnCache ?? this.model.keepsOwnCache;
+    this.prefixCacheBytes = Math.max(0, options.prefixCacheBytes ?? 0);
   }
 
   /**
@@ -149,7 +185,9 @@ export class BatchDecoder {
       row: 0,
       mask: new Uint8Array(0),
       released: false,
+      tokens: [],
     };
+    this.startFromPrefix(sequence, tokenIds);
     return new Promise((resolve, reject) => {
       // (The caller checked `signal.aborted` just before.) An aborted caller (its activity timed out or was cancelled) leaves the queue, or the prompt's
       // remaining chunks, at once: under load, retried attempts would otherwise pile up prompts that
@@ -192,11 +230,81 @@ export class BatchDecoder {
     });
   }
 
-  /** The sequence leaves the batch at the next step boundary; its cache rows are dropped then. */
+  /**
+   * The sequence leaves the batch at the next step boundary; its cache rows are dropped then. With a
+   * prefix cache, its keys and values are kept (copied out now) for a later prompt that extends its tokens.
+   */
   release(handle: DecoderSequence): void {
     const sequence = handle as Sequence;
+    if (!sequence.released && this.prefixCacheBytes > 0 && !sequence.waiter && sequence.pending.length === 0) this.keepPrefix(sequence);
     sequence.released = true;
     sequence.next = undefined;
+  }
+
+  /** Prefix cache: bytes held and entries (benchmarks, tests). */
+  prefixCacheState(): { entries: number; bytes: number } {
+    return { entries: this.prefixEntries.length, bytes: this.prefixBytes };
+  }
+
+  private keepPrefix(sequence: Sequence): void {
+    const group = sequence.group;
+    if (!group || sequence.length < minimumReuse || sequence.tokens.length !== sequence.length) return;
+    const { layers, kvHeads, headDim } = this.model.manifest;
+    const bytes = 2 * layers * kvHeads * sequence.length * headDim * 4;
+    if (bytes > this.prefixCacheBytes) return;
+    const tensors = Array.from({ length: 2 * layers }, () => new Float32Array(kvHeads * sequence.length * headDim));
+    copyRealColumns(group, sequence, tensors, 0, sequence.length, 0, kvHeads, headDim);
+    // An entry this one extends is no longer needed: the new one serves every prompt the old one did.
+    for (let index = this.prefixEntries.length - 1; index >= 0; index -= 1) {
+      const entry = this.prefixEntries[index]!;
+      if (entry.tokens.length <= sequence.length && sharedPrefix(entry.tokens, sequence.tokens) === entry.tokens.length)
+        this.dropPrefix(index);
+    }
+    this.prefixEntries.push({ tokens: sequence.tokens, tensors, bytes, used: (this.prefixClock += 1) });
+    this.prefixBytes += bytes;
+    while (this.prefixBytes > this.prefixCacheBytes) {
+      let oldest = 0;
+      this.prefixEntries.forEach((entry, index) => {
+        if (entry.used < this.prefixEntries[oldest]!.used) oldest = index;
+      });
+      this.dropPrefix(oldest);
+    }
+  }
+
+  private dropPrefix(index: number): void {
+    this.prefixBytes -= this.prefixEntries[index]!.bytes;
+    this.prefixEntries.splice(index, 1);
+  }
+
+  /**
+   * Start a new sequence from the cached entry it shares the most leading tokens with: its keys and values
+   * for those tokens become the sequence's (a one-row group over the entry, read by the next regroup and
+   * never written), and only the rest of the prompt is prefilled. At least the last prompt token, and every
+   * position whose logits are wanted, are run.
+   */
+  private startFromPrefix(sequence: Sequence, tokenIds: readonly number[]): void {
+    let best: PrefixEntry | undefined;
+    let shared = 0;
+    for (const entry of this.prefixEntries) {
+      const length = sharedPrefix(entry.tokens, tokenIds);
+      if (length > shared) [best, shared] = [entry, length];
+    }
+    shared = Math.min(shared, tokenIds.length - 1, sequence.logitsFrom);
+    if (!best || shared < minimumReuse) {
+      sequence.tokens = [];
+      return;
+    }
+    best.used = this.prefixClock += 1;
+    const capacity = best.tokens.length;
+    sequence.group = { members: [sequence], columns: shared, capacity, tensors: best.tensors };
+    sequence.row = 0;
+    sequence.mask = new Uint8Array(capacity);
+    sequence.mask.fill(1, 0, shared);
+    sequence.length = shared;
+    sequence.consumed = shared;
+    sequence.pending = tokenIds.slice(shared);
+    sequence.tokens = tokenIds.slice(0, shared);
+    this.onPrefixReuse?.({ reused: shared, promptTokens: tokenIds.length });
   }
 
   /** Finish the run in progress, fail everything still waiting, and refuse new work. */
@@ -378,23 +486,7 @@ export class BatchDecoder {
     const tensors = Array.from({ length: 2 * layers }, () => new Float32Array(rows * kvHeads * capacity * headDim));
     members.forEach((member, row) => {
       const source = member.group;
-      if (source && member.length > 0) {
-        const runs = realRuns(member.mask);
-        const offset = columns - member.length;
-        for (let tensor = 0; tensor < 2 * layers; tensor += 1) {
-          const from = source.tensors[tensor]!;
-          const to = tensors[tensor]!;
-          for (let head = 0; head < kvHeads; head += 1) {
-            const fromBase = (member.row * kvHeads + head) * source.capacity * headDim;
-            const toBase = ((row * kvHeads + head) * capacity + offset) * headDim;
-            let written = 0;
-            for (const [start, end] of runs) {
-              to.set(from.subarray(fromBase + start * headDim, fromBase + end * headDim), toBase + written * headDim);
-              written += end - start;
-            }
-          }
-        }
-      }
+      if (source && member.length > 0) copyRealColumns(source, member, tensors, row, capacity, columns - member.length, kvHeads, headDim);
       member.mask = new Uint8Array(capacity);
       member.mask.fill(1, columns - member.length, columns);
     });
@@ -496,6 +588,7 @@ export class BatchDecoder {
       member.group = grown;
       member.mask = mask;
       member.length += tokens[row]!.length;
+      for (const token of tokens[row]!) member.tokens.push(token);
     });
     grown.columns = start + newTokens;
     if (kind === 'decode') this.decodeGroup = grown;
@@ -503,6 +596,43 @@ export class BatchDecoder {
     this.onRun?.({ kind, rows, active, newTokens, columns: total, ms });
     return output.logits;
   }
+}
+
+/**
+ * Copy `member`'s real columns (its mask's ones, in order) out of `source` into row `row` of `to` (2 × layers
+ * tensors of [rows, kvHeads, capacity, headDim]), starting at column `offset`.
+ */
+function copyRealColumns(
+  source: Group,
+  member: Sequence,
+  to: Float32Array[],
+  row: number,
+  capacity: number,
+  offset: number,
+  kvHeads: number,
+  headDim: number,
+): void {
+  const runs = realRuns(member.mask);
+  to.forEach((target, tensor) => {
+    const from = source.tensors[tensor]!;
+    for (let head = 0; head < kvHeads; head += 1) {
+      const fromBase = (member.row * kvHeads + head) * source.capacity * headDim;
+      const toBase = ((row * kvHeads + head) * capacity + offset) * headDim;
+      let written = 0;
+      for (const [start, end] of runs) {
+        target.set(from.subarray(fromBase + start * headDim, fromBase + end * headDim), toBase + written * headDim);
+        written += end - start;
+      }
+    }
+  });
+}
+
+/** How many leading tokens two sequences share. */
+function sharedPrefix(a: readonly number[], b: readonly number[]): number {
+  const limit = Math.min(a.length, b.length);
+  let index = 0;
+  while (index < limit && a[index] === b[index]) index += 1;
+  return index;
 }
 
 /** [start, end) column ranges of the ones in a mask, in order. */

@@ -31,6 +31,8 @@ export interface OnnxBackendOptions {
   readonly maxBatchSize?: number;
   /** Hears every session run (benchmarks and tests: batch sizes, step times). */
   readonly onRun?: (run: RunReport) => void;
+  /** Bytes of finished generations' keys and values kept for prompts that extend them (BatchDecoderOptions.prefixCacheBytes). @default 0 */
+  readonly prefixCacheBytes?: number;
   /** The decoder keeps the batch's cache and fetches only new columns (BatchDecoderOptions.keepOwnCache). @default where the graph allows */
   readonly keepOwnCache?: boolean;
 }
@@ -70,6 +72,7 @@ export async function createOnnxBackend(options: OnnxBackendOptions): Promise<On
     maxBatchSize: options.maxBatchSize ?? 32,
     ...(options.onRun ? { onRun: options.onRun } : {}),
     ...(options.keepOwnCache !== undefined ? { keepOwnCache: options.keepOwnCache } : {}),
+    ...(options.prefixCacheBytes !== undefined ? { prefixCacheBytes: options.prefixCacheBytes } : {}),
   });
   const contextWindow = readContextWindow(options.modelDir);
   const stopTokenIds = new Set(manifest.stopTokenIds);
