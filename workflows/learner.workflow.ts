@@ -128,14 +128,6 @@ const freshReadyPatch = 'learner-fresh-ready';
  */
 const distinctGroupSeedsPatch = 'learner-distinct-group-seeds';
 
-/**
- * Patch: when the run ends, the trajectories still generating (groups admitted during the last step) are
- * cancelled; each writes its partial record as a cancelled trajectory. They are children with ABANDON (to
- * outlive continue-as-new), so before this patch they ran on to their end for nobody, taking the policy and
- * the tools from what ran next (the demo's evaluation right after RL).
- */
-const cancelLeftoversPatch = 'learner-cancel-leftovers';
-
 export async function learner(raw: LearnerInput): Promise<LearnerResult> {
   const input = validated(() => parseLearnerInput(raw));
   const { workflowId, taskQueue } = workflowInfo();
@@ -612,22 +604,6 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
   await trainerRun;
   if (trainerFailure) throw trainerFailure.error;
   const wallSeconds = (Date.now() - run.startedAtMs) / 1000;
-  let cancelledAtEnd: number | undefined;
-  if (patched(cancelLeftoversPatch)) {
-    const leftovers = run.groups.flatMap((group) => group.children.filter((_, index) => group.rewards[index] === null));
-    // (A child that finished meanwhile refuses the request; that is fine.)
-    const outcomes = await Promise.all(
-      leftovers.map((childId) =>
-        getExternalWorkflowHandle(childId)
-          .cancel()
-          .then(
-            () => true,
-            () => false,
-          ),
-      ),
-    );
-    cancelledAtEnd = outcomes.filter(Boolean).length;
-  }
   upsertSearchAttributes([{ key: searchAttributes.status, value: 'completed' }]);
   return {
     runId: input.runId,
@@ -644,7 +620,6 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
     history: run.history,
     ...(run.groupsTotal && run.groupsTotal.settled > 0 ? { zeroAdvantageGroupShare: run.groupsTotal.equal / run.groupsTotal.settled } : {}),
     ...(run.curriculum ? { curriculum: curriculumReport(run.curriculum) } : {}),
-    ...(cancelledAtEnd !== undefined ? { cancelledAtEnd } : {}),
   };
 }
 

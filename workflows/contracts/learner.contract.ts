@@ -242,8 +242,6 @@ export interface LearnerResult {
   readonly zeroAdvantageGroupShare?: number;
   /** The curriculum at the end (runs with one only). */
   readonly curriculum?: CurriculumReport;
-  /** Trajectories still generating when the run ended, cancelled then (each keeps a partial record). */
-  readonly cancelledAtEnd?: number;
 }
 
 export interface QuestionRow {
