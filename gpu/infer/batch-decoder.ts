@@ -290,10 +290,7 @@ export class BatchDecoder {
       if (length > shared) [best, shared] = [entry, length];
     }
     shared = Math.min(shared, tokenIds.length - 1, sequence.logitsFrom);
-    if (!best || shared < minimumReuse) {
-      sequence.tokens = [];
-      return;
-    }
+    if (!best || shared < minimumReuse) return;
     best.used = this.prefixClock += 1;
     const capacity = best.tokens.length;
     sequence.group = { members: [sequence], columns: shared, capacity, tensors: best.tensors };
@@ -505,11 +502,7 @@ export class BatchDecoder {
     const rows = group.members.length;
     group.tensors = group.tensors.map((from) => {
       const to = new Float32Array(rows * kvHeads * capacity * headDim);
-      for (let block = 0; block < rows * kvHeads; block += 1)
-        to.set(
-          from.subarray(block * group.capacity * headDim, (block * group.capacity + group.columns) * headDim),
-          block * capacity * headDim,
-        );
+      copyColumns(from, group.capacity, 0, to, capacity, 0, group.columns, rows * kvHeads, headDim);
       return to;
     });
     for (const member of group.members) {
@@ -566,14 +559,9 @@ export class BatchDecoder {
     let grown: Group;
     if (output.cache.kind === 'new') {
       // The new columns go into the buffer after the written ones: same members, same rows.
-      group.tensors.forEach((to, tensor) => {
-        const from = output.cache.tensors[tensor]!;
-        for (let block = 0; block < rows * kvHeads; block += 1)
-          to.set(
-            from.subarray(block * newTokens * headDim, (block + 1) * newTokens * headDim),
-            (block * group.capacity + group.columns) * headDim,
-          );
-      });
+      group.tensors.forEach((to, tensor) =>
+        copyColumns(output.cache.tensors[tensor]!, newTokens, 0, to, group.capacity, group.columns, newTokens, rows * kvHeads, headDim),
+      );
       grown = group;
     } else {
       // The grown cache replaces the group's: same members, same rows; its columns are past + new.
@@ -625,6 +613,27 @@ function copyRealColumns(
       }
     }
   });
+}
+
+/**
+ * Copy `count` columns of every (row, head) block: from column `fromStart` of `from` (blocks of `fromColumns`
+ * columns) to column `toStart` of `to` (blocks of `toColumns`); a column is `headDim` floats.
+ */
+function copyColumns(
+  from: Float32Array,
+  fromColumns: number,
+  fromStart: number,
+  to: Float32Array,
+  toColumns: number,
+  toStart: number,
+  count: number,
+  blocks: number,
+  headDim: number,
+): void {
+  for (let block = 0; block < blocks; block += 1) {
+    const source = (block * fromColumns + fromStart) * headDim;
+    to.set(from.subarray(source, source + count * headDim), (block * toColumns + toStart) * headDim);
+  }
 }
 
 /** How many leading tokens two sequences share. */

@@ -132,7 +132,11 @@ def export_onnx(model, path: Path) -> None:
             )
     finally:
         config._attn_implementation = previous
-    externalize_weights(path, config.num_hidden_layers)
+    import onnx
+
+    graph = onnx.load(str(path))
+    add_new_key_value_outputs(graph.graph, config.num_hidden_layers)
+    externalize_weights(graph, path)
 
 
 def add_new_key_value_outputs(graph, layers: int) -> None:
@@ -158,14 +162,12 @@ def add_new_key_value_outputs(graph, layers: int) -> None:
             graph.output.append(helper.make_tensor_value_info(name, present_outputs[present].type.tensor_type.elem_type, shape))
 
 
-def externalize_weights(path: Path, layers: int) -> None:
-    """Add the `new.*` outputs, and move the weights to `<name>.data` beside the graph: onnxruntime memory-maps
+def externalize_weights(model, path: Path) -> None:
+    """Save the loaded graph `model` to `path` with its weights in `<name>.data` beside it: onnxruntime memory-maps
     external data, which saves about 300 MB of resident memory for SmolLM2-135M compared with weights inline in
     the protobuf."""
     import onnx
 
-    model = onnx.load(str(path))
-    add_new_key_value_outputs(model.graph, layers)
     data = path.with_name(path.name + ".data")
     if data.exists():
         data.unlink()
