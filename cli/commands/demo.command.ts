@@ -26,6 +26,7 @@ import { warmStartWorkflowType, type WarmStartResult } from '../../workflows/con
 import { parseFlags } from '../arguments.js';
 import { UsageError, type Command } from '../command.js';
 import { onInterrupt } from '../interrupt.js';
+import { cancelLeftoverRollouts, leftoverRolloutsLine } from '../leftover-rollouts.js';
 import { followWorkflow } from '../follow-workflow.js';
 import { preflight } from '../preflight.js';
 import { progressBar } from '../progress.js';
@@ -598,6 +599,8 @@ warm start, a --band outside [0, 1], an empty held-out set (--heldout 0, or a --
           },
         });
         bar.finish(`v${result.finalVersion}`);
+        const leftovers = leftoverRolloutsLine(await cancelLeftoverRollouts(client, runId));
+        if (leftovers) console.error(leftovers);
         return result;
       });
       const rl = await evaluateStage('rl', learned.finalVersion);

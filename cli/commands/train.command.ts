@@ -19,6 +19,7 @@ import {
 } from '../../workflows/contracts/learner.contract.js';
 import { integerFlag, parseFlags, rateFlag } from '../arguments.js';
 import { UsageError, type Command } from '../command.js';
+import { cancelLeftoverRollouts, leftoverRolloutsLine } from '../leftover-rollouts.js';
 import { followWorkflow } from '../follow-workflow.js';
 import { jsonObjectFlag, preflight } from '../preflight.js';
 import { progressBar } from '../progress.js';
@@ -251,6 +252,8 @@ flag and the field).`,
           ),
       });
       bar.finish(`v${result.finalVersion}`);
+      const leftovers = leftoverRolloutsLine(await cancelLeftoverRollouts(client, runId));
+      if (leftovers) console.error(leftovers);
       for (const stats of result.history)
         console.log(
           `step ${stats.step} → v${stats.version}: mean reward ${stats.meanReward.toFixed(3)}, staleness ≤ ${stats.maxStaleness}, ${stats.trainSeconds.toFixed(1)} s` +
