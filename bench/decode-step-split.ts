@@ -32,6 +32,7 @@ async function main(): Promise<void> {
     modelDir,
     manifest: readManifest(modelDir),
     threads: Number(process.env.LONGHAUL_ONNX_THREADS ?? 0),
+    spinning: ['1', 'true'].includes(process.env.LONGHAUL_ONNX_SPINNING ?? ''),
   });
   // The session is private to OnnxModel; this measurement wraps its run to time it.
   const session = (model as unknown as { session: ort.InferenceSession }).session;

@@ -23,6 +23,8 @@ export interface InferBenchmarkOptions {
   readonly decodeTokens: number;
   readonly concurrency: readonly number[];
   readonly threads: number;
+  /** onnxruntime's intra-op threads spin between kernels (LONGHAUL_ONNX_SPINNING). */
+  readonly spinning?: boolean;
   readonly executionProvider: ExecutionProvider;
   /** Also measure the curve without batching (the policy before continuous batching), in the same run. */
   readonly unbatched: boolean;
@@ -206,7 +208,13 @@ export async function runInferBenchmark(options: InferBenchmarkOptions) {
   const before = process.memoryUsage().rss;
   const tokenizer = BpeTokenizer.fromFile(path.join(options.modelDir, 'tokenizer.json'));
   const load = (modelDir: string, folderManifest: ModelManifest) =>
-    OnnxModel.load({ modelDir, manifest: folderManifest, threads: options.threads, executionProviders: [options.executionProvider] });
+    OnnxModel.load({
+      modelDir,
+      manifest: folderManifest,
+      threads: options.threads,
+      spinning: options.spinning ?? false,
+      executionProviders: [options.executionProvider],
+    });
   const model = await load(options.modelDir, manifest);
   const baselineManifest = options.baselineModelDir === undefined ? undefined : readManifest(options.baselineModelDir);
   let baseline: OnnxModel | undefined;
@@ -242,6 +250,7 @@ export async function runInferBenchmark(options: InferBenchmarkOptions) {
       parameters: manifest.parameters,
       execution_provider: model.executionProvider,
       threads: options.threads,
+      spinning: options.spinning ?? false,
       prompt_tokens: options.promptTokens,
       decode_tokens: options.decodeTokens,
       load_average: await loadAverage(),

@@ -68,6 +68,7 @@ export async function openLocalPolicy(
     modelDir: dir,
     version,
     threads: settings.policy.threads,
+    spinning: settings.policy.spinning,
     prefixCacheBytes: settings.policy.prefixCacheBytes,
     executionProviders: settings.policy.executionProvider === 'cuda' ? ['cuda', 'cpu'] : ['cpu'],
   });

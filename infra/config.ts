@@ -380,6 +380,12 @@ export const environmentSchema = z.object({
     .default('cpu')
     .describe("onnxruntime execution provider; `cuda` needs onnxruntime-node's CUDA build and falls back to cpu when it is missing."),
   LONGHAUL_ONNX_THREADS: z.coerce.number().int().min(0).max(1024).default(0).describe('onnxruntime intra-op threads (0: one per core).'),
+  LONGHAUL_ONNX_SPINNING: z
+    .enum(['true', 'false', '1', '0'])
+    .default('false')
+    .describe(
+      "Let onnxruntime's intra-op threads spin between kernels instead of sleeping: shorter decode steps on cores nothing else uses (docs/BENCHMARKS.md, Policy inference), slower when the cores are shared (the trainer, other workers), so off by default.",
+    ),
   LONGHAUL_PREFIX_CACHE_MB: z.coerce
     .number()
     .int()
@@ -527,6 +533,8 @@ export interface Config {
     readonly version: number | null;
     readonly executionProvider: 'cpu' | 'cuda';
     readonly threads: number;
+    /** LONGHAUL_ONNX_SPINNING: intra-op threads spin between kernels. */
+    readonly spinning: boolean;
     /** Bytes of the onnx policy's prefix cache (LONGHAUL_PREFIX_CACHE_MB). */
     readonly prefixCacheBytes: number;
     readonly openai: {
@@ -646,6 +654,7 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
       version: env.LONGHAUL_POLICY_VERSION ?? null,
       executionProvider: env.LONGHAUL_ONNX_EXECUTION_PROVIDER,
       threads: env.LONGHAUL_ONNX_THREADS,
+      spinning: env.LONGHAUL_ONNX_SPINNING === 'true' || env.LONGHAUL_ONNX_SPINNING === '1',
       prefixCacheBytes: env.LONGHAUL_PREFIX_CACHE_MB * 1024 * 1024,
       openai: {
         baseUrl: env.LONGHAUL_OPENAI_BASE_URL ?? null,

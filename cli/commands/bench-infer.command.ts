@@ -58,6 +58,7 @@ export const inferBenchmark = {
       modelDir,
       concurrency,
       threads: settings.policy.threads,
+      spinning: settings.policy.spinning,
       executionProvider: settings.policy.executionProvider,
       promptTokens,
       decodeTokens,

@@ -44,6 +44,7 @@ export const serveCommand: Command = {
         modelDir,
         version: version ?? settings.policy.version ?? 0,
         threads,
+        spinning: settings.policy.spinning,
         prefixCacheBytes: settings.policy.prefixCacheBytes,
         executionProviders,
       });

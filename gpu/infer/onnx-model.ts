@@ -16,6 +16,8 @@ export interface OnnxModelOptions {
   readonly executionProviders?: readonly ExecutionProvider[];
   /** Intra-op threads (0: onnxruntime's default, one per core). @default 0 */
   readonly threads?: number;
+  /** Intra-op threads spin between kernels (faster on idle cores, slower on shared ones). @default false */
+  readonly spinning?: boolean;
 }
 
 /** The key/value cache of one sequence: 2 × layers tensors of [1, kvHeads, length, headDim]. */
@@ -91,8 +93,8 @@ export class OnnxModel {
           executionProviders: [provider],
           graphOptimizationLevel: 'all',
           ...(options.threads ? { intraOpNumThreads: options.threads, interOpNumThreads: 1 } : {}),
-          // Spinning threads halve throughput when the cores are shared (other workers, the trainer).
-          extra: { session: { intra_op: { allow_spinning: '0' }, inter_op: { allow_spinning: '0' } } },
+          // Spinning threads halve throughput when the cores are shared (other workers, the trainer): off unless asked.
+          extra: { session: { intra_op: { allow_spinning: options.spinning ? '1' : '0' }, inter_op: { allow_spinning: '0' } } },
         });
         return new OnnxModel(session, options.manifest, provider);
       } catch (error) {

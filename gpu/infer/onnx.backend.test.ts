@@ -52,6 +52,18 @@ describe('the onnx policy backend on the tiny model', () => {
     assert.deepEqual(first.promptTokenIds, backend.tokenizer.encode(prompt));
   });
 
+  it('generates the same tokens and logprobs with spinning threads (LONGHAUL_ONNX_SPINNING), two of them', async () => {
+    const spinning = await createOnnxBackend({ modelDir: dir, version: 3, threads: 2, spinning: true });
+    try {
+      const spun = await spinning.generate({ prompt, maxNewTokens: 12 });
+      const plain = await backend.generate({ prompt, maxNewTokens: 12 });
+      assert.deepEqual(spun.tokenIds, plain.tokenIds);
+      spun.logprobs.forEach((logprob, index) => assert.ok(Math.abs(logprob - plain.logprobs[index]!) < 1e-4, `token ${index}`));
+    } finally {
+      await spinning.close();
+    }
+  });
+
   it('returns behaviour logprobs that match the PyTorch model within 1e-3', async () => {
     const result = await backend.generate({ prompt, maxNewTokens: 16 });
     const reference = (await pythonJson(pythonLogprobs, { dir, prompt: result.promptTokenIds, generated: result.tokenIds })) as number[];

@@ -27,6 +27,8 @@ export interface OnnxBackendOptions {
   readonly executionProviders?: readonly ExecutionProvider[];
   /** Intra-op threads; 0 lets onnxruntime choose. @default 0 */
   readonly threads?: number;
+  /** Intra-op threads spin between kernels (LONGHAUL_ONNX_SPINNING). @default false */
+  readonly spinning?: boolean;
   /** Most sequences decoded in one session run (1: each sequence alone, as before batching). @default 32 */
   readonly maxBatchSize?: number;
   /** Hears every session run (benchmarks and tests: batch sizes, step times). */
@@ -66,6 +68,7 @@ export async function createOnnxBackend(options: OnnxBackendOptions): Promise<On
     manifest,
     executionProviders: options.executionProviders ?? ['cpu'],
     threads: options.threads ?? 0,
+    spinning: options.spinning ?? false,
   });
   const decoder = new BatchDecoder({
     model,
