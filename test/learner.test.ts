@@ -70,7 +70,8 @@ test(
           steps.push(input);
           await sleep(500);
           served = input.outputVersion;
-          return { version: input.outputVersion, metrics: {} };
+          // The engine's phases ride in its metrics; a non-number is not a phase.
+          return { version: input.outputVersion, metrics: { proximalSeconds: 0.25, updateSeconds: 0.5, saveSeconds: 'x', loss: 1 } };
         },
         () => served,
       );
@@ -95,6 +96,11 @@ test(
         'steps report the groups settled before them',
       );
       assert.equal(result.finalVersion, 3);
+      assert.deepEqual(
+        result.history.map((stats) => stats.trainPhases),
+        Array.from({ length: 3 }, () => ({ proximalSeconds: 0.25, updateSeconds: 0.5 })),
+        "each step's stats say where its training time went",
+      );
       assert.deepEqual(
         steps.map((step) => [step.step, step.baseVersion, step.outputVersion]),
         [

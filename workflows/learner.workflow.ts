@@ -35,6 +35,7 @@ import {
   type StepStats,
   type TrainActivities,
   type WeightSyncActivities,
+  trainPhasesOf,
 } from './contracts/learner.contract.js';
 import { parseLearnerInput, parseLearnerSettings } from './contracts/learner.input.js';
 import { requireTrainablePolicy, type PolicyCapabilitiesActivities } from './contracts/policy-capabilities.contract.js';
@@ -493,6 +494,7 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
           ? { zeroAdvantageGroupShare: run.groupsSinceStep.equal / run.groupsSinceStep.settled, groupsSettled: run.groupsSinceStep.settled }
           : {}),
         ...(run.curriculum ? { curriculum: curriculumCounts(run.curriculum) } : {}),
+        ...(trainPhasesOf(result.metrics) ? { trainPhases: trainPhasesOf(result.metrics) } : {}),
       };
       stepsThisExecution += 1;
       run = {

@@ -14,6 +14,7 @@ import {
   learnerStateQuery,
   learnerWorkflowType,
   type CurriculumCounts,
+  type TrainPhases,
   type LearnerResult,
   type LearnerState,
 } from '../../workflows/contracts/learner.contract.js';
@@ -90,6 +91,29 @@ function curriculumInput(values: Record<string, string | boolean | undefined>): 
 
 function curriculumLine(counts: CurriculumCounts): string {
   return `${counts.active} active, ${counts.mastered} mastered, ${counts.tooHard} too hard, ${counts.entered} entered`;
+}
+
+/** "stage 1.2 s, engine 98.0 s (proximal 46.5, update 24.3, save 30.8), sync 12.5 s": where a step's time went. */
+export function trainPhasesLine(phases: TrainPhases, syncSeconds?: number): string {
+  const seconds = (value: number) => value.toFixed(1);
+  const inner = (
+    [
+      ['proximal', phases.proximalSeconds],
+      ['update', phases.updateSeconds],
+      ['save', phases.saveSeconds],
+    ] as const
+  )
+    .filter(([, value]) => value !== undefined)
+    .map(([name, value]) => `${name} ${seconds(value!)}`);
+  const parts = [
+    ...(phases.stageSeconds !== undefined ? [`stage ${seconds(phases.stageSeconds)} s`] : []),
+    ...(phases.engineSeconds !== undefined
+      ? [`engine ${seconds(phases.engineSeconds)} s${inner.length ? ` (${inner.join(', ')})` : ''}`]
+      : []),
+    ...(phases.engineSeconds === undefined && inner.length ? [inner.join(', ')] : []),
+    ...(syncSeconds !== undefined ? [`sync ${seconds(syncSeconds)} s`] : []),
+  ];
+  return parts.join(', ');
 }
 
 export const trainCommand: Command = {
@@ -260,7 +284,8 @@ flag and the field).`,
             (stats.zeroAdvantageGroupShare === undefined
               ? ''
               : `, ${(stats.zeroAdvantageGroupShare * 100).toFixed(0)} % of ${stats.groupsSettled} groups had zero advantage`) +
-            (stats.curriculum ? `; curriculum ${curriculumLine(stats.curriculum)}` : ''),
+            (stats.curriculum ? `; curriculum ${curriculumLine(stats.curriculum)}` : '') +
+            (stats.trainPhases ? ` (${trainPhasesLine(stats.trainPhases, stats.syncSeconds)})` : ''),
         );
       console.log(
         `${result.steps} steps · ${result.consumed} trajectories used, ${result.dropped} dropped · ${result.samplesPerHour.toFixed(0)} samples/h · trainer busy ${(result.trainerBusy * 100).toFixed(0)} %`,

@@ -190,7 +190,9 @@ export function createTrainActivities(deps: TrainActivityDependencies) {
       3 * baseBytes + diskMarginBytes,
       `${plan.kind} step ${plan.step} of run ${plan.runId} (policy version ${plan.outputVersion})`,
     );
+    const stageStarted = performance.now();
     const modelDir = await stageVersion(deps.blobs, plan.baseRow, cacheRoot);
+    const stageSeconds = (performance.now() - stageStarted) / 1000;
     inUse.add(modelDir);
     const manifest = batchManifestSchema.parse(plan.manifest(modelDir, outputDir));
     clearLeftovers(outputDir);
@@ -198,7 +200,8 @@ export function createTrainActivities(deps: TrainActivityDependencies) {
     const manifestPath = path.join(workDir, 'manifest.json');
     fs.writeFileSync(manifestPath, JSON.stringify(manifest));
     deps.onEngineStart?.(manifestPath);
-    const metrics = await runEngine({
+    const engineStarted = performance.now();
+    const engineMetrics = await runEngine({
       python: deps.python,
       kind: plan.kind,
       manifestPath,
@@ -209,6 +212,13 @@ export function createTrainActivities(deps: TrainActivityDependencies) {
         if (event.event === 'progress' || event.event === 'start') beat(event);
       },
     });
+    // Where the step's wall time went besides the engine's own phases (proximal, update, save): staging
+    // the base (a download unless cached) and the engine process whole (start, model load, export).
+    const metrics = {
+      ...engineMetrics,
+      stageSeconds: Math.round(stageSeconds * 1000) / 1000,
+      engineSeconds: Math.round(performance.now() - engineStarted) / 1000,
+    };
     fs.writeFileSync(resultFile(workDir), `${JSON.stringify({ outputVersion: plan.outputVersion, metrics })}\n`);
     return metrics;
   }

@@ -172,6 +172,33 @@ export interface StepStats {
   readonly groupsSettled?: number;
   /** The curriculum's counts when the step finished (runs with a curriculum only). */
   readonly curriculum?: CurriculumCounts;
+  /** Where trainSeconds went, from the step's metrics (the phases it reported; absent for a trainer that reports none). */
+  readonly trainPhases?: TrainPhases;
+}
+
+/**
+ * A training step's wall time by phase, seconds: staging the base version (a download unless cached), the
+ * engine process whole, and within it the proximal pass, the update and saving (weights, optimizer, ONNX export).
+ * The rest of trainSeconds is the upload and registration of the new version.
+ */
+export interface TrainPhases {
+  readonly stageSeconds?: number;
+  readonly engineSeconds?: number;
+  readonly proximalSeconds?: number;
+  readonly updateSeconds?: number;
+  readonly saveSeconds?: number;
+}
+
+const trainPhaseNames = ['stageSeconds', 'engineSeconds', 'proximalSeconds', 'updateSeconds', 'saveSeconds'] as const;
+
+/** The phases a step's metrics report (finite numbers only), or undefined when none. */
+export function trainPhasesOf(metrics: Readonly<Record<string, unknown>>): TrainPhases | undefined {
+  const phases: Record<string, number> = {};
+  for (const name of trainPhaseNames) {
+    const value = metrics[name];
+    if (typeof value === 'number' && Number.isFinite(value)) phases[name] = value;
+  }
+  return Object.keys(phases).length > 0 ? phases : undefined;
 }
 
 export interface LearnerCarried {
