@@ -72,6 +72,14 @@ function syntheticModel(): ReportModel {
     syncSeconds: 1,
     finishedAtMs: Date.UTC(2026, 0, 1, 10, step * 2),
     busyFraction: 0.25 + step * 0.1,
+    phases: [
+      { phase: 'stage base', seconds: 1 },
+      { phase: 'proximal', seconds: 12 + step },
+      { phase: 'update', seconds: 8 },
+      { phase: 'save and export', seconds: 6 },
+      { phase: 'upload and register', seconds: 3 },
+      { phase: 'sync', seconds: 1 },
+    ],
   }));
   return {
     runId: 'run-browser',
@@ -138,7 +146,7 @@ function syntheticModel(): ReportModel {
 test('every chart of the report is drawn in headless Chromium, with no error on the page', { timeout: 240_000 }, async () => {
   const model = syntheticModel();
   const expected = reportCharts(model).map((chart) => chart.id);
-  assert.equal(expected.length, 11, 'the synthetic model has data for every chart');
+  assert.equal(expected.length, 12, 'the synthetic model has data for every chart');
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'longhaul-report-'));
   try {
     const file = path.join(dir, 'run-browser.html');

@@ -23,6 +23,7 @@ import type {
   DemoStageRow,
   IntervalPoint,
   ReportModel,
+  StepPhase,
   StepPoint,
   ThroughputPoint,
   TrajectoryRow,
@@ -196,8 +197,35 @@ export function stepPoints(history: readonly StepStats[], startedAtMs: number | 
       syncSeconds: stats.syncSeconds ?? null,
       finishedAtMs: stats.finishedAtMs,
       busyFraction: wall > 0 ? Math.min(1, (stats.trainSeconds * 1000) / wall) : null,
+      phases: stepPhases(stats),
     };
   });
+}
+
+/**
+ * A step's time by phase: staging the base, the engine's proximal pass, update and save (with the ONNX
+ * export), the rest of the engine process (start, model load), the upload and registration (the rest of
+ * the train step) and the serving side's sync. Phases a step did not report are left out.
+ */
+export function stepPhases(stats: StepStats): StepPhase[] {
+  const phases = stats.trainPhases;
+  if (!phases) return [];
+  const inner = (phases.proximalSeconds ?? 0) + (phases.updateSeconds ?? 0) + (phases.saveSeconds ?? 0);
+  const entries: [string, number | undefined][] = [
+    ['stage base', phases.stageSeconds],
+    ['proximal', phases.proximalSeconds],
+    ['update', phases.updateSeconds],
+    ['save and export', phases.saveSeconds],
+    ['engine start and load', phases.engineSeconds === undefined ? undefined : phases.engineSeconds - inner],
+    [
+      'upload and register',
+      phases.engineSeconds === undefined ? undefined : stats.trainSeconds - (phases.stageSeconds ?? 0) - phases.engineSeconds,
+    ],
+    ['sync', stats.syncSeconds],
+  ];
+  return entries
+    .filter((entry): entry is [string, number] => entry[1] !== undefined && Number.isFinite(entry[1]))
+    .map(([phase, seconds]) => ({ phase, seconds: Math.max(0, seconds) }));
 }
 
 function counts(values: readonly number[], group: string): CountPoint[] {

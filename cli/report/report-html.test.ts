@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { analyseTrajectory } from '../../activities/analysis/behaviour.js';
 import type { TrajectoryView } from '../../activities/analysis/trajectory-view.js';
-import { datasetStatistics, stepPoints, throughput } from './gather-report.js';
+import { datasetStatistics, stepPhases, stepPoints, throughput } from './gather-report.js';
 import { renderReport, reportCharts, timeAxisFormat } from './report-html.js';
 import type { ReportModel } from './report-model.js';
 import { formatReportSummary } from './report-summary.js';
@@ -174,6 +174,37 @@ test('step points: busy fraction over the time since the previous step, unknown 
   assert.equal(points[1]!.busyFraction, 20_000 / 80_000);
   assert.equal(points[1]!.syncSeconds, 2);
   assert.equal(stepPoints(history, 60_000)[0]!.busyFraction, 10_000 / 40_000);
+  assert.deepEqual(points[0]!.phases, [], 'no phases reported, none shown');
+});
+
+test("step phases: the engine's own, its start and load, the upload as the rest of the step, and the sync", () => {
+  const stats = {
+    step: 0,
+    version: 1,
+    meanReward: 0.5,
+    maxStaleness: 0,
+    trainSeconds: 130,
+    finishedAtMs: 100_000,
+    syncSeconds: 12,
+    trainPhases: { stageSeconds: 2, engineSeconds: 110, proximalSeconds: 50, updateSeconds: 25, saveSeconds: 30 },
+  };
+  assert.deepEqual(stepPhases(stats), [
+    { phase: 'stage base', seconds: 2 },
+    { phase: 'proximal', seconds: 50 },
+    { phase: 'update', seconds: 25 },
+    { phase: 'save and export', seconds: 30 },
+    { phase: 'engine start and load', seconds: 5 },
+    { phase: 'upload and register', seconds: 18 },
+    { phase: 'sync', seconds: 12 },
+  ]);
+  // Only the engine's phases (another trainer): nothing is derived from what is missing.
+  assert.deepEqual(stepPhases({ ...stats, syncSeconds: undefined, trainPhases: { proximalSeconds: 1 } }), [
+    { phase: 'proximal', seconds: 1 },
+  ]);
+  const model = { ...emptyModel(), steps: stepPoints([stats], 0) };
+  const chart = reportCharts(model).find((candidate) => candidate.id === 'chart-step-phases');
+  assert.ok(chart, 'the report charts the phases');
+  assert.equal((chart.spec as { data: { values: unknown[] } }).data.values.length, 7);
 });
 
 test('throughput: samples per hour in equal buckets; the partial last bucket over its elapsed part', () => {

@@ -175,6 +175,30 @@ export function reportCharts(model: ReportModel): Chart[] {
       },
     });
   }
+  const phaseRows = model.steps.flatMap((step) =>
+    step.phases.map((phase, order) => ({ step: step.step, phase: phase.phase, seconds: phase.seconds, order })),
+  );
+  if (phaseRows.length)
+    charts.push({
+      id: 'chart-step-phases',
+      title: 'Where each training step’s time went',
+      description:
+        'Seconds per phase: staging the base version, the engine’s proximal pass, update and save (with the ONNX export), the engine’s start and model load, the upload and registration of the new version, and the serving side’s switch to it (sync).',
+      spec: {
+        $schema: schema,
+        width,
+        height,
+        data: { values: phaseRows },
+        mark: { type: 'bar' },
+        encoding: {
+          x: { field: 'step', type: 'ordinal', title: 'training step', axis: { labelAngle: 0 } },
+          y: { field: 'seconds', type: 'quantitative', aggregate: 'sum', title: 'seconds', stack: 'zero' },
+          color: { field: 'phase', type: 'nominal', title: 'phase', sort: { field: 'order' } },
+          order: { field: 'order', type: 'quantitative' },
+          tooltip: [{ field: 'step' }, { field: 'phase' }, { field: 'seconds', format: '.1f' }],
+        },
+      },
+    });
   if (model.staleness.length)
     charts.push({
       id: 'chart-staleness',

@@ -16,6 +16,13 @@ export interface StepPoint {
   readonly finishedAtMs: number;
   /** trainSeconds over the wall time since the previous step ended (the run's start for the first); null when unknown. */
   readonly busyFraction: number | null;
+  /** Where the step's time went, in order (empty when its trainer reported no phases). */
+  readonly phases: readonly StepPhase[];
+}
+
+export interface StepPhase {
+  readonly phase: string;
+  readonly seconds: number;
 }
 
 /** A mean with its 95 % interval (null bounds: no interval known). */
