@@ -221,7 +221,21 @@ def export_for_serving(version_dir: Path) -> dict:
         print(f"ONNX export skipped: exporter not available ({error})", file=sys.stderr)
         return {"onnx": "skipped", "reason": str(error)}
     export_onnx(load_model(version_dir), version_dir / "model.onnx")
+    label_export_format(version_dir)
     return {"onnx": "model.onnx"}
+
+
+def label_export_format(version_dir: Path) -> None:
+    """The version's longhaul-model.json is its base's copy; its graph is this exporter's, so it says this format
+    (a base prepared by an older exporter said 3 while its trained versions carried format-4 graphs)."""
+    from .prepare import FORMAT_VERSION, MANIFEST
+
+    path = version_dir / MANIFEST
+    if not path.is_file():
+        return
+    manifest = json.loads(path.read_text())
+    if manifest.get("format") != FORMAT_VERSION:
+        path.write_text(json.dumps({**manifest, "format": FORMAT_VERSION}, indent=2) + "\n")
 
 
 def publish(policy: Policy, manifest: Manifest, metrics: dict, onnx: bool) -> dict:

@@ -99,3 +99,13 @@ def test_a_new_version_carries_the_onnx_export_of_its_served_weights(tmp_path):
     metrics = run(str(write_manifest(tmp_path / "m.json", manifest(model_dir, tmp_path / "v1"))), onnx=True)
     assert metrics["onnx"] == "model.onnx"
     assert (tmp_path / "v1" / "model.onnx").stat().st_size > 0
+
+
+def test_a_new_version_says_the_format_of_its_export_not_its_bases(tmp_path):
+    from longhaul_engine.prepare import FORMAT_VERSION, MANIFEST
+
+    model_dir = make_tiny_model_dir(tmp_path / "v0")
+    (model_dir / MANIFEST).write_text(json.dumps({"format": 3, "name": "tiny"}))
+    run(str(write_manifest(tmp_path / "m.json", manifest(model_dir, tmp_path / "v1"))), onnx=True)
+    assert json.loads((tmp_path / "v1" / MANIFEST).read_text()) == {"format": FORMAT_VERSION, "name": "tiny"}
+    assert json.loads((model_dir / MANIFEST).read_text())["format"] == 3, "the base is left as it was"
