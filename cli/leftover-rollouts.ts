@@ -7,16 +7,12 @@
  * learner itself is not involved: by then its result is final, and its counts never include them.
  */
 import type { Client } from '@temporalio/client';
+import { visibilityString } from '../infra/temporal/visibility-query.js';
 import { searchAttributes } from '../workflows/contracts/search-attributes.js';
-
-/** Quote a value for a visibility query (single quotes, backslash escapes). */
-function quoted(value: string): string {
-  return `'${value.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
-}
 
 /** Cancel the run's trajectories still running; resolves to how many accepted the request. */
 export async function cancelLeftoverRollouts(client: Client, runId: string): Promise<number> {
-  const query = `ExecutionStatus = 'Running' AND ${searchAttributes.kind.name} = 'trajectory' AND ${searchAttributes.runId.name} = ${quoted(runId)}`;
+  const query = `ExecutionStatus = 'Running' AND ${searchAttributes.kind.name} = 'trajectory' AND ${searchAttributes.runId.name} = ${visibilityString(runId)}`;
   const ids: string[] = [];
   for await (const execution of client.workflow.list({ query })) ids.push(execution.workflowId);
   const outcomes = await Promise.all(

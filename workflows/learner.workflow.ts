@@ -471,6 +471,7 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
         hyperparameters: raw.hyperparameters ?? {},
       });
       const trainMs = Date.now() - startedAt;
+      const trainPhases = trainPhasesOf(result.metrics);
       const batchRewards = claim.trajectoryIds.map((id) => run.rewards?.[id]).filter((reward): reward is number => reward !== undefined);
       // Serving switches to the new version before in-flight trajectories hear of it (publish), so
       // what they resubmit runs on it. Learners started before weight sync replay without the call.
@@ -494,7 +495,7 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
           ? { zeroAdvantageGroupShare: run.groupsSinceStep.equal / run.groupsSinceStep.settled, groupsSettled: run.groupsSinceStep.settled }
           : {}),
         ...(run.curriculum ? { curriculum: curriculumCounts(run.curriculum) } : {}),
-        ...(trainPhasesOf(result.metrics) ? { trainPhases: trainPhasesOf(result.metrics) } : {}),
+        ...(trainPhases ? { trainPhases } : {}),
       };
       stepsThisExecution += 1;
       run = {

@@ -192,7 +192,7 @@ export function createTrainActivities(deps: TrainActivityDependencies) {
     );
     const stageStarted = performance.now();
     const modelDir = await stageVersion(deps.blobs, plan.baseRow, cacheRoot);
-    const stageSeconds = (performance.now() - stageStarted) / 1000;
+    const stageMs = performance.now() - stageStarted;
     inUse.add(modelDir);
     const manifest = batchManifestSchema.parse(plan.manifest(modelDir, outputDir));
     clearLeftovers(outputDir);
@@ -216,7 +216,7 @@ export function createTrainActivities(deps: TrainActivityDependencies) {
     // the base (a download unless cached) and the engine process whole (start, model load, export).
     const metrics = {
       ...engineMetrics,
-      stageSeconds: Math.round(stageSeconds * 1000) / 1000,
+      stageSeconds: Math.round(stageMs) / 1000,
       engineSeconds: Math.round(performance.now() - engineStarted) / 1000,
     };
     fs.writeFileSync(resultFile(workDir), `${JSON.stringify({ outputVersion: plan.outputVersion, metrics })}\n`);

@@ -4,6 +4,7 @@
  */
 import { Client, Connection, WorkflowNotFoundError, type WorkflowClientInterceptor } from '@temporalio/client';
 import type { Config } from '../config.js';
+import { visibilityString } from './visibility-query.js';
 
 /** A workflow started through a client from `connectClient` in this process. */
 export interface StartedWorkflow {
@@ -83,9 +84,8 @@ export async function terminateRunning(config: Config, workflows: readonly Start
     await forEachBounded(workflows, 16, async (workflow) => {
       if (!(await terminate(workflow.workflowId, workflow.firstExecutionRunId))) return;
       const children: string[] = [];
-      const escaped = workflow.workflowId.replace(/'/g, "\\'");
-      for await (const child of client.workflow.list({ query: `ParentWorkflowId = '${escaped}' AND ExecutionStatus = 'Running'` }))
-        children.push(child.workflowId);
+      const query = `ParentWorkflowId = ${visibilityString(workflow.workflowId)} AND ExecutionStatus = 'Running'`;
+      for await (const child of client.workflow.list({ query })) children.push(child.workflowId);
       await forEachBounded(children, 16, (child) => terminate(child));
     });
   } finally {
