@@ -11,7 +11,8 @@
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Client, WorkflowHandle } from '@temporalio/client';
-import { bootstrapInterval, mean } from '../activities/evaluation/statistics.js';
+import { pairedDifference, type PerQuestionScore } from '../activities/evaluation/statistics.js';
+import { questionScores } from '../activities/evaluation/compare.js';
 import { evaluationResultSchema } from '../activities/ports/evaluation-result.schema.js';
 import type { BenchmarkResultStore } from '../activities/ports/benchmark-result-store.port.js';
 import type { BlobStore } from '../activities/ports/blob-store.port.js';
@@ -74,13 +75,6 @@ export function transferModes(layers: number, freezeLayers: number, loraRank: nu
     },
     { mode: 'full', label: 'every parameter', trainable: { mode: 'full' } },
   ];
-}
-
-/** The paired difference a − b over questions (same questions, same order): its mean and 95 % bootstrap interval. */
-export function pairedDifference(a: readonly number[], b: readonly number[], seed: number): { mean: number; ci95: [number, number] } {
-  if (a.length !== b.length) throw new Error(`paired difference: ${a.length} scores against ${b.length}; the questions must be the same`);
-  const differences = a.map((value, index) => value - b[index]!);
-  return { mean: mean(differences), ci95: bootstrapInterval(differences, { seed }) };
 }
 
 /** One mode's row of the result (snake_case: it is the `--json` line and the stored result). */
@@ -278,7 +272,7 @@ export async function runTransferBenchmark(deps: TransferDependencies, options: 
   }
 
   // 2. Evaluate each trained version on the same held-out questions, through the evaluation workflow.
-  const evaluated: { em: number[]; outcome: EvaluationOutcome }[] = [];
+  const evaluated: { em: PerQuestionScore[]; outcome: EvaluationOutcome }[] = [];
   for (const { mode, result } of trained) {
     log(
       `▶ evaluating ${mode.mode} (v${result.finalVersion}) on ${options.heldOut.rows.length} held-out questions × ${options.k} (${elapsed()})`,
@@ -299,7 +293,7 @@ export async function runTransferBenchmark(deps: TransferDependencies, options: 
       log,
     );
     const stored = evaluationResultSchema.parse(JSON.parse((await deps.blobs.get(outcome.resultKey)).toString('utf8')));
-    const em = stored.perQuestion.map((question) => mean(question.samples.map((sample) => sample.scores.em ?? 0)));
+    const em = questionScores(stored, 'em');
     log(
       `  ${mode.mode}: EM Avg@${outcome.k} ${(outcome.avgAtK.em ?? 0).toFixed(3)} [${(outcome.avgAtKCi95.em?.[0] ?? 0).toFixed(3)}, ${(outcome.avgAtKCi95.em?.[1] ?? 0).toFixed(3)}] (${elapsed()})`,
     );
@@ -318,7 +312,7 @@ export async function runTransferBenchmark(deps: TransferDependencies, options: 
     const steps = sum('optimizerSteps');
     const updateSeconds = sum('updateSeconds');
     const rss = metrics.map((entry) => numberOr(entry.peakRssBytes)).filter((value) => value !== null);
-    const difference = pairedDifference(em, evaluated[fullIndex]!.em, options.budget.seed);
+    const difference = pairedDifference(evaluated[fullIndex]!.em, em, options.budget.seed);
     return {
       mode: mode.mode,
       label: mode.label,

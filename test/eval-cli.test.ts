@@ -64,6 +64,16 @@ const cases: { readonly what: string; readonly args: string[]; readonly message:
     args: ['--reproduce', 'r1', '-k', '3'],
     message: /^longhaul: --reproduce runs the original's settings; leave out --k/,
   },
+  {
+    what: 'compare with one result id',
+    args: ['compare', 'eval-a'],
+    message: /^longhaul: compare needs two result ids, BEFORE and AFTER \(got 1\)/,
+  },
+  {
+    what: 'compare with a bad seed',
+    args: ['compare', 'eval-a', 'eval-b', '--seed', 'x'],
+    message: /^longhaul: --seed expects an integer/,
+  },
 ];
 
 for (const { what, args, message } of cases) {

@@ -15,6 +15,8 @@ import {
 } from '../workflows/contracts/evaluation.contract.js';
 import { errorTypes, LonghaulError } from '../workflows/contracts/errors.js';
 import { createInProcessAgent } from '../composition/in-process-agent.js';
+import { compareEvaluations } from '../activities/evaluation/compare.js';
+import { readEvaluationResult } from '../cli/commands/eval.command.js';
 import { openContext, uniquePrefix, type TestContext } from './helpers/stack.js';
 
 /** Tools whose observations drift: every call answers with a new counter, as a live corpus or the web may. */
@@ -175,6 +177,16 @@ test(
       const other = await answersOf(context, `${tag}-fresh`);
       assert.notDeepEqual(other.answers, answers);
       assert.equal(fresh.avgAtK.cover_em, 2 / 3);
+
+      // `longhaul eval compare` reads both stored results back and pairs them by question.
+      const comparison = compareEvaluations(
+        await readEvaluationResult(context, base.resultId, 'compare: BEFORE'),
+        await readEvaluationResult(context, `${tag}-fresh`, 'compare: AFTER'),
+      );
+      assert.equal(comparison.paired, 3);
+      assert.deepEqual([comparison.metrics.cover_em!.before, comparison.metrics.cover_em!.after], [2 / 3, 2 / 3]);
+      assert.equal(comparison.metrics.judge!.difference, 0);
+      await assert.rejects(readEvaluationResult(context, `${tag}-missing`, 'compare: AFTER'), /compare: AFTER: no evaluation result/);
     } finally {
       await context.close();
     }

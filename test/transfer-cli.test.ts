@@ -1,5 +1,5 @@
 /**
- * `longhaul bench transfer` without a stack: the paired difference and the mode patterns (pure), and
+ * `longhaul bench transfer` without a stack: the mode patterns (pure), and
  * bad flags exit 2 naming the flag before anything starts (the stack's ports point at nothing, so a
  * command that tried to start a service would not exit 2 at once). The run itself:
  * test/browser-transfer-benchmark.test.ts.
@@ -11,18 +11,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { after, describe, it } from 'node:test';
-import { pairedDifference, transferModes } from '../bench/transfer-benchmark.js';
+import { transferModes } from '../bench/transfer-benchmark.js';
 import { repoRoot } from '../infra/paths.js';
 
-describe('the paired difference against full fine-tuning', () => {
-  it('is the mean of per-question differences with a seeded bootstrap interval around it', () => {
-    const better = pairedDifference([1, 1, 1, 0], [0, 1, 0, 0], 7);
-    assert.equal(better.mean, 0.5);
-    assert.ok(better.ci95[0] <= 0.5 && better.ci95[1] >= 0.5 && better.ci95[0] >= 0 && better.ci95[1] <= 1);
-    assert.deepEqual(pairedDifference([1, 0], [1, 0], 7), { mean: 0, ci95: [0, 0] });
-    assert.throws(() => pairedDifference([1], [1, 0], 7), /the questions must be the same/);
-  });
-
+describe('the transfer modes', () => {
   it('builds freeze patterns for the last N layers and refuses more layers than the model has', () => {
     const [freeze, lora, full] = transferModes(30, 4, 16);
     assert.deepEqual(freeze!.trainable, {

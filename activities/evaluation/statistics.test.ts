@@ -1,6 +1,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { answerScores, bootstrapInterval, evaluationStatistics, mean, seededRandom, type ScoredQuestion } from './statistics.js';
+import {
+  answerScores,
+  bootstrapInterval,
+  evaluationStatistics,
+  mean,
+  pairedDifference,
+  seededRandom,
+  type ScoredQuestion,
+} from './statistics.js';
 import { tokenF1, tokenSetF1 } from '../reward/metrics.js';
 
 const sample = (em: number, f1 = em, extra: Partial<ScoredQuestion['samples'][number]> = {}) => ({
@@ -68,4 +76,18 @@ test('one question, or none, gives a zero-width interval; the generator stays in
     const value = random();
     assert.ok(value >= 0 && value < 1);
   }
+});
+
+test('the paired difference pairs questions by id and resamples the pairs', () => {
+  const before = [0, 0, 1, 1, 0, 0, 1, 0].map((score, index) => ({ questionId: `q${index}`, score }));
+  const after = [1, 1, 1, 1, 1, 0, 1, 1].map((score, index) => ({ questionId: `q${index}`, score }));
+  const gain = pairedDifference(before, [...after].reverse(), 7);
+  assert.equal(gain.n, 8);
+  assert.equal(gain.mean, 4 / 8);
+  assert.ok(gain.ci95[0] > 0 && gain.ci95[0] <= gain.mean && gain.ci95[1] >= gain.mean && gain.ci95[1] <= 1, String(gain.ci95));
+  // Equal scores: zero difference and a zero-width interval, whatever the unpaired spread.
+  const same = pairedDifference(before, before, 7);
+  assert.deepEqual([same.mean, ...same.ci95], [0, 0, 0]);
+  // A question missing from one side is left out.
+  assert.equal(pairedDifference(before.slice(0, 5), after, 7).n, 5);
 });

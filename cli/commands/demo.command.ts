@@ -60,7 +60,8 @@ import {
 } from '../demo/plan.js';
 import { synthesisCacheKey, synthesizeOrReuse } from '../demo/synthesis-cache.js';
 import { searchCorpusVersion } from '../../infra/postgres/evaluation-store.pg.js';
-import { inBand, pairedDifference, splitQuestions, type DemoSplit, type PairedDifference } from '../demo/split.js';
+import { inBand, splitQuestions, type DemoSplit } from '../demo/split.js';
+import { pairedDifference, type PairedDifference } from '../../activities/evaluation/statistics.js';
 import {
   evaluate,
   jsonl,

@@ -24,6 +24,7 @@ import { followWorkflow } from '../follow-workflow.js';
 import { preflight } from '../preflight.js';
 import { progressBar } from '../progress.js';
 import { repositoryCommit } from '../../composition/benchmark-runner.js';
+import { compareEvaluations, type EvaluationComparison } from '../../activities/evaluation/compare.js';
 
 /** The flags an evaluation takes, shared by `eval` and `schedule eval` (parseArgs options). */
 export const evaluationFlagOptions = {
@@ -166,6 +167,7 @@ export const evalCommand: Command = {
               [--judge] [--temperature T] [--seed S] [--max-turns N] [--max-new-tokens N] [--run-id ID]
               [--result-id ID] [--json]
 longhaul eval --reproduce RESULT-ID [--json]
+longhaul eval compare BEFORE-ID AFTER-ID [--seed S] [--json]
 
 Runs the evaluation workflow: k trajectories per question (at most C at once), each question scored
 as soon as its samples finish (exact match, F1 over token sets as ASearcher computes it, F1 over bags
@@ -190,9 +192,17 @@ observations the original saw; with greedy sampling (the default) the answers ma
   --json               end stdout with one JSON line: result_id, dataset, questions, k, policy_version,
                        avg_at_k, avg_at_k_ci95, pass_at_k (metrics em, f1, f1_asearcher, f1_flashrag, cover_em, judge)
 
-Bad input (an unknown dataset or layout, k < 1, a bad limit, a version that does not exist) exits 2
-naming the flag before anything runs.`,
+compare: two stored results question by question (e.g. a policy before and after training, on the
+same set): per metric the Avg@k of each over the questions both scored, the paired difference
+after − before with its 95 % bootstrap interval over questions (seed --seed, default 0), and how many
+questions rose, fell or stayed. Pairing removes the spread between questions, so the paired interval
+is much narrower than the two Avg@k intervals side by side. Questions are paired by id and must ask
+the same thing; those on one side only are counted and left out. --json: one JSON line.
+
+Bad input (an unknown dataset or layout, k < 1, a bad limit, a version that does not exist, a result
+id that is not stored) exits 2 naming the flag before anything runs.`,
   async run(args) {
+    if (args[0] === 'compare') return compareResults(args.slice(1));
     const { values } = parseFlags(args, {
       ...evaluationFlagOptions,
       version: { type: 'string' },
@@ -253,9 +263,7 @@ async function runEvaluation(request: EvaluationRequest): Promise<number> {
   try {
     let input: EvaluationInput;
     if ('reproduce' in request) {
-      const row = await createPgEvaluationStore(services.pool).get(request.reproduce);
-      if (!row) throw new UsageError(`--reproduce: no evaluation result "${request.reproduce}" (see the evaluation_results table)`);
-      const original = evaluationResultSchema.parse(JSON.parse((await services.blobs.get(row.resultKey)).toString('utf8')));
+      const original = await readEvaluationResult(services, request.reproduce, '--reproduce');
       input = reproductionInput(original, request.resultId);
       console.error(
         `reproducing ${request.reproduce} as ${request.resultId} (corpus ${input.corpusVersion}, policy v${input.policyVersion})`,
@@ -324,4 +332,81 @@ async function runEvaluation(request: EvaluationRequest): Promise<number> {
   } finally {
     await services.close();
   }
+}
+
+/** `longhaul eval compare BEFORE AFTER`: two stored results paired by question (activities/evaluation/compare.ts). */
+async function compareResults(args: string[]): Promise<number> {
+  const { values, positionals } = parseFlags(args, { seed: { type: 'string' }, json: { type: 'boolean' } }, true);
+  if (positionals.length !== 2)
+    throw new UsageError(
+      `compare needs two result ids, BEFORE and AFTER (got ${positionals.length}); each \`longhaul eval\` prints its id ("result: evaluations/<id>/result.json")`,
+    );
+  const seed = integerFlag(values.seed, 'seed', 0, 0, 2 ** 31 - 1);
+  const settings = config();
+  await stackUp(settings, { workers: false });
+  const services = openServices(settings);
+  try {
+    const [before, after] = await Promise.all(
+      positionals.map((id, index) => readEvaluationResult(services, id, `compare: ${index === 0 ? 'BEFORE' : 'AFTER'}`)),
+    );
+    const comparison = compareEvaluations(before!, after!, seed);
+    if (comparison.paired === 0)
+      throw new UsageError(
+        `compare: ${comparison.before.resultId} (${comparison.before.dataset}) and ${comparison.after.resultId} (${comparison.after.dataset}) share no question id with the same text: evaluate both on the same --dataset`,
+      );
+    const describe = (side: EvaluationComparison['before']) =>
+      `${side.resultId} (v${side.policyVersion}, k=${side.k}, T=${side.temperature})`;
+    console.log(`${describe(comparison.before)} → ${describe(comparison.after)}: ${comparison.paired} questions paired`);
+    const left = [
+      comparison.beforeOnly ? `${comparison.beforeOnly} only in BEFORE` : '',
+      comparison.afterOnly ? `${comparison.afterOnly} only in AFTER` : '',
+      comparison.mismatched.length
+        ? `${comparison.mismatched.length} with the same id but another question (${comparison.mismatched.slice(0, 3).join(', ')})`
+        : '',
+    ].filter(Boolean);
+    if (left.length) console.log(`  left out: ${left.join('; ')}`);
+    const { k: k1, temperature: t1 } = comparison.before;
+    const { k: k2, temperature: t2 } = comparison.after;
+    if (k1 !== k2 || t1 !== t2) console.log(`  note: the two were sampled differently (k ${k1} vs ${k2}, temperature ${t1} vs ${t2})`);
+    const points = (value: number) => (value * 100).toFixed(1);
+    const signed = (value: number) => `${value >= 0 ? '+' : ''}${points(value)}`;
+    console.log(
+      `  ${'metric'.padEnd(13)} ${'before'.padStart(7)} ${'after'.padStart(7)}  ${'after − before [95 % CI]'.padEnd(26)} rose / fell / same`,
+    );
+    for (const [metric, row] of Object.entries(comparison.metrics))
+      console.log(
+        `  ${metric.padEnd(13)} ${points(row.before).padStart(7)} ${points(row.after).padStart(7)}  ${`${signed(row.difference)} [${signed(row.ci95[0])}, ${signed(row.ci95[1])}]`.padEnd(26)} ${row.improved} / ${row.worsened} / ${row.unchanged}`,
+      );
+    if (values.json)
+      console.log(
+        JSON.stringify({
+          before: comparison.before.resultId,
+          after: comparison.after.resultId,
+          before_version: comparison.before.policyVersion,
+          after_version: comparison.after.policyVersion,
+          paired: comparison.paired,
+          before_only: comparison.beforeOnly,
+          after_only: comparison.afterOnly,
+          mismatched: comparison.mismatched,
+          metrics: comparison.metrics,
+        }),
+      );
+    return 0;
+  } finally {
+    await services.close();
+  }
+}
+
+/** A stored evaluation result by id (its row names the blob); an unknown id is a usage error naming `what` asked for it. */
+export async function readEvaluationResult(
+  services: Pick<ReturnType<typeof openServices>, 'pool' | 'blobs'>,
+  resultId: string,
+  what: string,
+): Promise<EvaluationResult> {
+  const row = await createPgEvaluationStore(services.pool).get(resultId);
+  if (!row)
+    throw new UsageError(
+      `${what}: no evaluation result "${resultId}" (see the evaluation_results table, or the id \`longhaul eval\` printed)`,
+    );
+  return evaluationResultSchema.parse(JSON.parse((await services.blobs.get(row.resultKey)).toString('utf8')));
 }

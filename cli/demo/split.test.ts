@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { normalizeAnswer } from '../../activities/reward/metrics.js';
 import type { QuestionRow } from '../../workflows/contracts/learner.contract.js';
-import { inBand, pairedDifference, seededShuffle, splitQuestions } from './split.js';
+import { inBand, seededShuffle, splitQuestions } from './split.js';
 
 const countries = [
   'Peru',
@@ -113,20 +113,6 @@ test('the band keeps pass rates strictly inside (low, high)', () => {
     [0.5, 0.75],
   );
   assert.deepEqual(inBand(probed, { low: 0.9, high: 1 }), []);
-});
-
-test('the paired difference pairs questions by id and resamples the pairs', () => {
-  const before = [0, 0, 1, 1, 0, 0, 1, 0].map((score, index) => ({ questionId: `q${index}`, score }));
-  const after = [1, 1, 1, 1, 1, 0, 1, 1].map((score, index) => ({ questionId: `q${index}`, score }));
-  const gain = pairedDifference(before, [...after].reverse(), 7);
-  assert.equal(gain.n, 8);
-  assert.equal(gain.mean, 4 / 8);
-  assert.ok(gain.ci95[0] > 0 && gain.ci95[0] <= gain.mean && gain.ci95[1] >= gain.mean && gain.ci95[1] <= 1, String(gain.ci95));
-  // Equal scores: zero difference and a zero-width interval, whatever the unpaired spread.
-  const same = pairedDifference(before, before, 7);
-  assert.deepEqual([same.mean, ...same.ci95], [0, 0, 0]);
-  // A question missing from one side is left out.
-  assert.equal(pairedDifference(before.slice(0, 5), after, 7).n, 5);
 });
 
 test('the seeded shuffle is a permutation', () => {

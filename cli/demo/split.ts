@@ -1,11 +1,11 @@
 /**
  * The demo's data decisions, pure: the split of its questions into held-out, warm-start and training
  * candidates (whole answer groups to one side, so that no held-out answer is ever trained on), the
- * contamination check of the held-out set against everything trained on, the learnable band, and the
- * paired RL gain per question with its bootstrap interval.
+ * contamination check of the held-out set against everything trained on, and the learnable band (the paired RL
+ * gain is activities/evaluation/statistics.ts's pairedDifference).
  */
 import { ContaminationIndex } from '../../activities/question-sets/contamination.js';
-import { bootstrapInterval, mean, seededRandom } from '../../activities/evaluation/statistics.js';
+import { seededRandom } from '../../activities/evaluation/statistics.js';
 import { normalizeAnswer } from '../../activities/reward/metrics.js';
 import type { QuestionRow } from '../../workflows/contracts/learner.contract.js';
 
@@ -113,26 +113,4 @@ export interface Band {
 /** Questions whose pass rate p lies strictly inside the band (low < p < high): neither always nor never solved. */
 export function inBand<T extends { readonly passRate: number }>(probed: readonly T[], band: Band): T[] {
   return probed.filter((item) => item.passRate > band.low && item.passRate < band.high);
-}
-
-export interface PerQuestionScore {
-  readonly questionId: string;
-  /** The question's mean over its samples (EM). */
-  readonly score: number;
-}
-
-export interface PairedDifference {
-  /** Questions scored in both evaluations. */
-  readonly n: number;
-  /** Mean over those questions of after − before. */
-  readonly mean: number;
-  /** 95 % percentile bootstrap interval of that mean, resampling questions (the pairs stay together). */
-  readonly ci95: [number, number];
-}
-
-/** The gain of `after` over `before` question by question (a paired difference), with its bootstrap interval. */
-export function pairedDifference(before: readonly PerQuestionScore[], after: readonly PerQuestionScore[], seed: number): PairedDifference {
-  const earlier = new Map(before.map((item) => [item.questionId, item.score]));
-  const differences = after.filter((item) => earlier.has(item.questionId)).map((item) => item.score - earlier.get(item.questionId)!);
-  return { n: differences.length, mean: mean(differences), ci95: bootstrapInterval(differences, { seed }) };
 }
