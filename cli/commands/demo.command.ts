@@ -101,6 +101,7 @@ const demoFlags = {
   'trajectory.limits.maxTurns': 'max-turns',
   'trajectory.limits.maxNewTokensPerTurn': 'max-new-tokens',
   k: 'eval-k',
+  concurrency: 'eval-concurrency',
   count: 'synth-count',
   'settings.targetHops': 'hops',
   'settings.targetFuzzes': 'fuzzes',
@@ -276,6 +277,7 @@ terminates them; an evaluation then keeps the questions it had scored).
   --group N              samples per question (default 4)      --lr X   RL learning rate (default 2e-5)
   --max-turns N          turns per trajectory (default 6)      --max-new-tokens N   per turn (default 48)
   --eval-k K             samples per held-out question (default 1)   --eval-temperature T   (default 0)
+  --eval-concurrency C   evaluation trajectories at once (default 8; the band probe's too)
   --reference-limit N    questions per reference set (--full: 20; 0: none)
   --from-version N       policy version to start from (default: the latest registered; 0 = the base model)
 

@@ -31,6 +31,8 @@ test('the default plan and --full: sizes, sampling RL rollouts, one RL object', 
   assert.equal(demoPlan({ 'sft-trainable': 'full' }).warmStart.hyperparameters.learningRate, 1e-4);
   assert.equal(demoPlan({ reward: 'em' }).rl.trajectory.rewardMetric, 'em');
   assert.equal(plan.evaluation.trajectory.options?.temperature, 0);
+  assert.equal(plan.evaluation.concurrency, 8);
+  assert.equal(demoPlan({ 'eval-concurrency': '16' }).evaluation.concurrency, 16);
   const full = demoPlan({ full: true });
   assert.ok(full.split.heldOut >= 200);
   assert.deepEqual(full.synthesis.hops, [1, 2]);
@@ -81,6 +83,7 @@ test('bad flags are refused naming the flag', () => {
   refused({ hops: '1,1' }, /^--hops expects distinct/);
   refused({ 'synth-count': '5' }, /^--synth-count: 5 candidates/);
   refused({ 'eval-temperature': 'warm' }, /^--eval-temperature expects a number/);
+  refused({ 'eval-concurrency': '0' }, /^--eval-concurrency expects an integer between 1 and 256/);
   refused({ reward: 'judge' }, /^--reward expects one of f1_format, f1, em, cover_em/);
   refused({ 'from-version': '-1' }, /from-version/);
   refused({ 'band-k': '8' }, /^--band-k sets the band probe's samples/);

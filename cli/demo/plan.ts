@@ -136,6 +136,7 @@ export const demoFlagOptions = {
   'max-new-tokens': { type: 'string' },
   'eval-k': { type: 'string' },
   'eval-temperature': { type: 'string' },
+  'eval-concurrency': { type: 'string' },
   'reference-limit': { type: 'string' },
   'from-version': { type: 'string' },
   contamination: { type: 'string' },
@@ -166,6 +167,7 @@ export const presets = {
     maxTurns: 6,
     maxNewTokens: 48,
     evalK: 1,
+    evalConcurrency: 8,
     referenceLimit: 0,
   },
   full: {
@@ -186,6 +188,7 @@ export const presets = {
     maxTurns: 8,
     maxNewTokens: 48,
     evalK: 1,
+    evalConcurrency: 8,
     referenceLimit: 20,
   },
 } as const;
@@ -283,6 +286,7 @@ export function demoPlan(values: DemoFlagValues): DemoPlan {
   const sftLearningRate = rateFlag(text(values['sft-lr']), 'sft-lr', sftTrainable === 'full' ? 1e-4 : 3e-4);
   const evalK = integer('eval-k', preset.evalK, 1, 256);
   const evalTemperature = numberIn(values['eval-temperature'], 'eval-temperature', 0, 0, 5);
+  const evalConcurrency = integer('eval-concurrency', preset.evalConcurrency, 1, 256);
   if (evalK > 1 && evalTemperature === 0)
     throw new UsageError(
       `--eval-k ${evalK} with --eval-temperature 0 gives ${evalK} identical greedy samples; set --eval-temperature (e.g. 0.7)`,
@@ -347,7 +351,7 @@ export function demoPlan(values: DemoFlagValues): DemoPlan {
     evaluation: {
       k: evalK,
       temperature: evalTemperature,
-      concurrency: 8,
+      concurrency: evalConcurrency,
       trajectory: { limits, options: { ...options, temperature: evalTemperature } },
     },
     references: { sets: referenceLimit > 0 ? [...referenceSets] : [], limit: referenceLimit },
