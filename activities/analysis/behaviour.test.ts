@@ -148,3 +148,51 @@ test('per version: shares over answered trajectories, means per trajectory and p
   assert.equal(v1!.meanDistinctDocuments, (2 + 1 + 1) / 3);
   assert.equal(v1!.meanReward, 1 / 3);
 });
+
+test('where a right answer is lost: gold seen in an observation, stated in the reasoning, stated but not answered', () => {
+  const saw = call('access', 'Peru. Its capital is Lima. Its people are called Peruvian.');
+  const right = analyseTrajectory(
+    trajectory('right', [
+      turn(0, '<search>Peru</search>', [saw]),
+      turn(1, '<think>Its capital is Lima.</think>\n<answer>Lima</answer>', [], 'Lima'),
+    ]),
+  );
+  assert.deepEqual([right.goldSeen, right.goldStated, right.correct], [true, true, true]);
+  // The reasoning names the gold answer, the answer action gives another: the answer disagrees with its own reasoning.
+  const missed = analyseTrajectory(
+    trajectory(
+      'missed',
+      [turn(0, '<search>Peru</search>', [saw]), turn(1, '<think>Its capital is Lima.</think>\n<answer>Peruvian</answer>', [], 'Peruvian')],
+      { answer: 'Peruvian', reward: 0 },
+    ),
+  );
+  assert.deepEqual([missed.goldSeen, missed.goldStated, missed.correct], [true, true, false]);
+  // The answer action alone is not reasoning: giving "Lima" without saying it first is not "stated".
+  const bare = analyseTrajectory(
+    trajectory('bare', [turn(0, '<search>Peru</search>', [saw]), turn(1, '<answer>Lima</answer>', [], 'Lima')]),
+  );
+  assert.deepEqual([bare.goldSeen, bare.goldStated, bare.correct], [true, false, true]);
+  const json = analyseTrajectory(
+    trajectory('json', [turn(0, '<tool_call>{"name": "answer", "arguments": {"answer": "Lima"}}</tool_call>', [], 'Lima')]),
+  );
+  assert.equal(json.goldStated, false, "the JSON protocol's answer call is the answer action too");
+  // Never found: nothing seen, nothing stated; "Limassol" is not "Lima" (word boundaries).
+  const lost = analyseTrajectory(
+    trajectory(
+      'lost',
+      [
+        turn(0, '<search>Peru</search>', [call('search', 'Limassol is in Cyprus.')]),
+        turn(1, '<think>Limassol.</think>\n<answer>Limassol</answer>', [], 'Limassol'),
+      ],
+      {
+        answer: 'Limassol',
+        reward: 0,
+      },
+    ),
+  );
+  assert.deepEqual([lost.goldSeen, lost.goldStated, lost.correct], [false, false, false]);
+  const [row] = behaviourByVersion([right, missed, bare, lost]);
+  assert.equal(row!.goldSeenShare, 3 / 4);
+  assert.equal(row!.goldStatedShare, 2 / 4);
+  assert.equal(row!.statedButMissedShare, 1 / 4);
+});

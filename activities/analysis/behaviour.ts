@@ -12,8 +12,13 @@
  * - distinct documents drawn on: distinct document ids over all tool results of the trajectory.
  * - uncertainty: the agent's own text (never observations) says it is unsure (see
  *   `uncertaintyPatterns`); conflicting evidence: its text says sources disagree (`conflictPatterns`).
+ * - where a right answer is lost, against the gold answers (normalised, on word boundaries): gold seen,
+ *   a gold answer is in an observation the agent saw (the search reached the evidence); gold stated,
+ *   it is in the agent's own reasoning (its text without the answer action); stated but missed, it
+ *   was stated and the given answer is still not an exact match (the answer disagrees with the agent's
+ *   own reasoning, e.g. "its capital is Riga" then <answer>Latvian</answer>).
  */
-import { normalizeAnswer } from '../reward/metrics.js';
+import { exactMatch, normalizeAnswer } from '../reward/metrics.js';
 import { trajectoryVersion, type TrajectoryView } from './trajectory-view.js';
 
 export const uncertaintyPatterns: readonly RegExp[] = [
@@ -50,6 +55,11 @@ export interface TrajectoryBehaviour {
   /** Phrases of uncertainty / conflicting evidence in the agent's own text, as matched. */
   readonly uncertainty: readonly string[];
   readonly conflict: readonly string[];
+  /** A gold answer appears in an observation the agent saw / in its own reasoning (not its answer action). */
+  readonly goldSeen: boolean;
+  readonly goldStated: boolean;
+  /** The given answer is an exact match of a gold answer. */
+  readonly correct: boolean;
 }
 
 export interface VersionBehaviour {
@@ -68,6 +78,13 @@ export interface VersionBehaviour {
   /** Mean over questions of the mean tool calls of their samples (a question with many samples counts once). */
   readonly meanToolCallsPerQuestion: number;
   readonly meanReward: number;
+  /**
+   * Shares of trajectories: a gold answer seen in an observation; stated in the agent's reasoning; stated,
+   * yet the answer is not an exact match. Absent from behaviour stored before they were measured.
+   */
+  readonly goldSeenShare?: number;
+  readonly goldStatedShare?: number;
+  readonly statedButMissedShare?: number;
 }
 
 const isSearch = (tool: string) => tool.includes('search');
@@ -109,6 +126,10 @@ export function analyseTrajectory(view: TrajectoryView): TrajectoryBehaviour {
       view.turns.some((turn) => turn.turn > firstSeen && turn.turn < answerTurn && turn.toolCalls.some((call) => isSearch(call.tool)));
   // Only the agent's own words count, never the documents it read.
   const ownText = view.turns.map((turn) => turn.text);
+  const golds = view.goldAnswers.map(normalizeAnswer).filter((gold) => gold.length > 0);
+  const observations = calls.flatMap((call) => (call.observation === null ? [] : [call.observation]));
+  const reasoning = view.turns.map((turn) => withoutAnswerAction(turn.text));
+  const mentionsGold = (texts: readonly string[]) => golds.some((gold) => texts.some((text) => mentions(text, gold)));
   return {
     trajectoryId: view.trajectoryId,
     questionId: view.questionId,
@@ -122,10 +143,21 @@ export function analyseTrajectory(view: TrajectoryView): TrajectoryBehaviour {
     distinctDocuments: new Set(calls.flatMap((call) => call.documentIds)).size,
     uncertainty: matches(uncertaintyPatterns, ownText),
     conflict: matches(conflictPatterns, ownText),
+    goldSeen: mentionsGold(observations),
+    goldStated: mentionsGold(reasoning),
+    correct: view.answer !== null && exactMatch(view.answer, view.goldAnswers) === 1,
   };
 }
 
+/** A turn's text without its answer action (<answer>…</answer>, or a JSON answer tool call): what it reasoned, not what it answered. */
+function withoutAnswerAction(text: string): string {
+  return text
+    .replace(/<answer>[\s\S]*?(<\/answer>|$)/g, ' ')
+    .replace(/<tool_call>(?=[\s\S]*?"name"\s*:\s*"answer")[\s\S]*?(<\/tool_call>|$)/g, ' ');
+}
+
 const mean = (values: readonly number[]) => (values.length ? values.reduce((sum, value) => sum + value, 0) / values.length : 0);
+const share = <T>(items: readonly T[], test: (item: T) => boolean) => (items.length ? items.filter(test).length / items.length : 0);
 
 /** Per-version aggregates, ascending by version. */
 export function behaviourByVersion(behaviours: readonly TrajectoryBehaviour[]): VersionBehaviour[] {
@@ -150,6 +182,9 @@ export function behaviourByVersion(behaviours: readonly TrajectoryBehaviour[]): 
         meanSearches: mean(group.map((behaviour) => behaviour.searches)),
         meanToolCallsPerQuestion: mean([...byQuestion.values()].map(mean)),
         meanReward: mean(group.map((behaviour) => behaviour.reward)),
+        goldSeenShare: share(group, (behaviour) => behaviour.goldSeen),
+        goldStatedShare: share(group, (behaviour) => behaviour.goldStated),
+        statedButMissedShare: share(group, (behaviour) => behaviour.goldStated && !behaviour.correct),
       };
     });
 }

@@ -61,6 +61,7 @@ import {
 import { synthesisCacheKey, synthesizeOrReuse } from '../demo/synthesis-cache.js';
 import { searchCorpusVersion } from '../../infra/postgres/evaluation-store.pg.js';
 import { inBand, splitQuestions, type DemoSplit } from '../demo/split.js';
+import type { VersionBehaviour } from '../../activities/analysis/behaviour.js';
 import { pairedDifference, type PairedDifference } from '../../activities/evaluation/statistics.js';
 import {
   evaluate,
@@ -87,6 +88,14 @@ function runChild(args: string[]): Promise<void> {
       else reject(new Error(`longhaul ${args.join(' ')} exited with ${code}`));
     });
   });
+}
+
+/** "seen / stated / stated but missed" shares of a stage's behaviour, "-" where not measured. */
+function goldLine(behaviour: VersionBehaviour | null): string {
+  if (behaviour?.goldSeenShare === undefined) return '-';
+  return [behaviour.goldSeenShare, behaviour.goldStatedShare ?? 0, behaviour.statedButMissedShare ?? 0]
+    .map((value) => `${(value * 100).toFixed(0)} %`)
+    .join(' / ');
 }
 
 /** The flag behind each input field the demo's workflows get, for preflight refusals. */
@@ -669,6 +678,9 @@ warm start, a --band outside [0, 1], an empty held-out set (--heldout 0, or a --
       );
       console.log(
         `tool calls per question: ${stages.map((stage) => `${stage.stage} ${stage.heldOut.meanToolCalls.toFixed(2)}`).join(' → ')} · verified by a further search: ${stages.map((stage) => `${stage.stage} ${stage.heldOut.behaviour?.verifiedShare === null || stage.heldOut.behaviour === null ? '-' : pct(stage.heldOut.behaviour.verifiedShare)}`).join(' → ')} · documents: ${stages.map((stage) => `${stage.stage} ${stage.heldOut.behaviour ? stage.heldOut.behaviour.meanDistinctDocuments.toFixed(2) : '-'}`).join(' → ')}`,
+      );
+      console.log(
+        `where right answers are lost (gold seen in an observation / stated in its reasoning / stated but not answered): ${stages.map((stage) => `${stage.stage} ${goldLine(stage.heldOut.behaviour)}`).join(' → ')}`,
       );
       for (const [index, set] of (stages[0]?.references ?? []).entries())
         console.log(

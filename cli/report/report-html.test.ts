@@ -143,7 +143,13 @@ test('a demo run shows its stages: held-out EM with intervals, tool calls per qu
     emCi95: [em / 2, Math.min(1, em * 1.5)] as const,
     meanToolCalls: version,
     toolCallsDistribution: { '0': 2, [String(version + 1)]: 6 },
-    behaviour: version === 0 ? null : { ...behaviour, version },
+    // The RL stage's behaviour has the gold measures; the warm stage's is shaped as stored before they existed.
+    behaviour:
+      version === 0
+        ? null
+        : version === 3
+          ? { ...behaviour, version, goldSeenShare: 0.75, goldStatedShare: 0.5, statedButMissedShare: 0.25 }
+          : { ...behaviour, version },
     references: [{ dataset: 'bamboogle', em: em / 4, emCi95: [0, em / 2] as const }],
   });
   const html = renderReport(
@@ -156,9 +162,10 @@ test('a demo run shows its stages: held-out EM with intervals, tool calls per qu
   assert.match(html, /Demo stages: held-out accuracy and behaviour per version/);
   assert.match(
     html,
-    /<td>rl<\/td><td>v3<\/td><td>0\.500 \[0\.250, 0\.750\]<\/td><td>8 × 1<\/td><td>3\.00<\/td><td>0: 2 · 4: 6<\/td><td>50 %<\/td><td>2\.25<\/td><td>0\.125 \[0\.000, 0\.250\]<\/td>/,
+    /<td>rl<\/td><td>v3<\/td><td>0\.500 \[0\.250, 0\.750\]<\/td><td>8 × 1<\/td><td>3\.00<\/td><td>0: 2 · 4: 6<\/td><td>50 %<\/td><td>2\.25<\/td><td>75 % \/ 50 % \/ 25 %<\/td><td>0\.125 \[0\.000, 0\.250\]<\/td>/,
   );
-  assert.match(html, /<td>base<\/td><td>v0<\/td>.*<td>–<\/td><td>–<\/td>/);
+  assert.match(html, /<td>warm<\/td><td>v1<\/td>.*<td>50 %<\/td><td>2\.25<\/td><td>–<\/td>/);
+  assert.match(html, /<td>base<\/td><td>v0<\/td>.*<td>–<\/td><td>–<\/td><td>–<\/td>/);
   assert.match(html, /<th>bamboogle EM \[95 % CI\]<\/th>/);
   assert.match(html, /<td>RL − warm start<\/td><td>8<\/td><td>0\.250<\/td><td>\[0\.125, 0\.500\]<\/td>/);
   assert.doesNotMatch(renderReport(emptyModel(), runtime), /Demo stages/);

@@ -6,6 +6,7 @@
  * raised, `data-box` with the chart's position), which the headless-browser test reads.
  */
 import type { ChartRuntime, CountPoint, ReportModel } from './report-model.js';
+import type { VersionBehaviour } from '../../activities/analysis/behaviour.js';
 
 export interface Chart {
   readonly id: string;
@@ -39,6 +40,16 @@ function inlineScript(code: string): string {
 
 const fixed = (value: number | null | undefined, digits = 3) =>
   value === null || value === undefined || Number.isNaN(value) ? '–' : value.toFixed(digits);
+/** Where right answers are lost (activities/analysis/behaviour.ts), when measured: [measure, share] pairs. */
+function goldShares(row: VersionBehaviour): [string, number][] {
+  if (row.goldSeenShare === undefined) return [];
+  return [
+    ['a gold answer seen in an observation', row.goldSeenShare],
+    ['a gold answer stated in its reasoning', row.goldStatedShare ?? 0],
+    ['stated, yet the answer is not it', row.statedButMissedShare ?? 0],
+  ];
+}
+
 const percent = (value: number | null | undefined) => (value === null || value === undefined ? '–' : `${(value * 100).toFixed(0)} %`);
 
 /**
@@ -249,6 +260,7 @@ export function reportCharts(model: ReportModel): Chart[] {
         : [{ version: row.version, measure: 'answers verified by a further search', value: row.verifiedShare }]),
       { version: row.version, measure: 'expresses uncertainty', value: row.uncertaintyShare },
       { version: row.version, measure: 'notes conflicting evidence', value: row.conflictShare },
+      ...goldShares(row).map(([measure, value]) => ({ version: row.version, measure, value })),
     ]);
     const counts = model.behaviour.flatMap((row) => [
       { version: row.version, measure: 'distinct documents', value: row.meanDistinctDocuments },
@@ -495,6 +507,9 @@ export function renderReport(model: ReportModel, runtime: ChartRuntime): string 
       'tool calls / trajectory',
       'tool calls / question',
       'mean reward',
+      'gold seen',
+      'gold stated',
+      'stated but missed',
     ],
     model.behaviour.map((row) => [
       `v${row.version}`,
@@ -507,6 +522,9 @@ export function renderReport(model: ReportModel, runtime: ChartRuntime): string 
       fixed(row.meanToolCalls, 2),
       fixed(row.meanToolCallsPerQuestion, 2),
       fixed(row.meanReward),
+      percent(row.goldSeenShare),
+      percent(row.goldStatedShare),
+      percent(row.statedButMissedShare),
     ]),
   );
   const stageRows = model.demoStages ?? [];
@@ -522,6 +540,7 @@ export function renderReport(model: ReportModel, runtime: ChartRuntime): string 
           'tool calls per sample (count: samples)',
           'verified by a further search',
           'distinct documents',
+          'gold seen / stated / stated but missed',
           ...referenceNames.map((name) => `${name} EM [95 % CI]`),
         ],
         stageRows.map((row) => [
@@ -538,6 +557,9 @@ export function renderReport(model: ReportModel, runtime: ChartRuntime): string 
           ),
           percent(row.behaviour?.verifiedShare ?? null),
           row.behaviour ? fixed(row.behaviour.meanDistinctDocuments, 2) : '–',
+          row.behaviour?.goldSeenShare === undefined
+            ? '–'
+            : [row.behaviour.goldSeenShare, row.behaviour.goldStatedShare, row.behaviour.statedButMissedShare].map(percent).join(' / '),
           ...referenceNames.map((name) => {
             const set = row.references.find((entry) => entry.dataset === name);
             return set ? `${fixed(set.em)} [${fixed(set.emCi95[0])}, ${fixed(set.emCi95[1])}]` : '–';

@@ -30,7 +30,7 @@ export function formatReportSummary(model: ReportModel): string {
   if (rates.length) lines.push(rates.join(' · '));
   for (const row of model.behaviour)
     lines.push(
-      `behaviour v${row.version} (${row.trajectories}): verified ${row.verifiedShare === null ? '–' : `${(row.verifiedShare * 100).toFixed(0)} %`} · documents ${row.meanDistinctDocuments.toFixed(1)} · uncertainty ${(row.uncertaintyShare * 100).toFixed(0)} % · conflict ${(row.conflictShare * 100).toFixed(0)} % · tool calls/question ${row.meanToolCallsPerQuestion.toFixed(2)}`,
+      `behaviour v${row.version} (${row.trajectories}): verified ${row.verifiedShare === null ? '–' : `${(row.verifiedShare * 100).toFixed(0)} %`} · documents ${row.meanDistinctDocuments.toFixed(1)} · uncertainty ${(row.uncertaintyShare * 100).toFixed(0)} % · conflict ${(row.conflictShare * 100).toFixed(0)} % · tool calls/question ${row.meanToolCallsPerQuestion.toFixed(2)}${row.goldSeenShare === undefined ? '' : ` · gold seen ${(row.goldSeenShare * 100).toFixed(0)} %, stated ${((row.goldStatedShare ?? 0) * 100).toFixed(0)} %, stated but missed ${((row.statedButMissedShare ?? 0) * 100).toFixed(0)} %`}`,
     );
   if (model.transfer)
     lines.push(
