@@ -87,6 +87,16 @@ const cases: { readonly what: string; readonly args: string[]; readonly message:
     message: /^longhaul: --max-inflight \(settings\.maxInflight\): expected an integer between 4 and 100000, got 2/,
   },
   {
+    what: 'train with --max-observation-chars below what any tool result needs',
+    args: ['train', '--dataset', questions, '--max-observation-chars', '10'],
+    message: /^longhaul: --max-observation-chars expects an integer between 100 and 1000000, got "10"/,
+  },
+  {
+    what: 'eval with --max-observation-chars that is not a number',
+    args: ['eval', '--dataset', questions, '--max-observation-chars', 'all'],
+    message: /^longhaul: --max-observation-chars expects an integer between 100 and 1000000, got "all"/,
+  },
+  {
     what: 'warm-start with --min-reward out of range',
     args: ['warm-start', '--dataset', questions, '--min-reward', '5000000'],
     message: /^longhaul: --min-reward \(settings\.minReward\): expected a number between -1000000 and 1000000, got 5000000/,

@@ -39,6 +39,7 @@ export const evaluationFlagOptions = {
   seed: { type: 'string' },
   'max-turns': { type: 'string' },
   'max-new-tokens': { type: 'string' },
+  'max-observation-chars': { type: 'string' },
   'run-id': { type: 'string' },
 } as const;
 
@@ -53,6 +54,7 @@ export const evaluationFlags = {
   'trajectory.limits.maxTurns': 'max-turns',
   'trajectory.limits.maxNewTokensPerTurn': 'max-new-tokens',
   'trajectory.options.temperature': 'temperature',
+  'trajectory.options.maxObservationChars': 'max-observation-chars',
   trajectory: 'trajectory',
 };
 
@@ -78,7 +80,10 @@ export async function evaluationRequest(values: EvaluationFlagValues) {
       maxTurns: integerFlag(values['max-turns'], 'max-turns', 10, 1, 100_000),
       maxNewTokensPerTurn: integerFlag(values['max-new-tokens'], 'max-new-tokens', 256, 1, 65_536),
     },
-    options: { temperature, maxObservationChars: 2000 },
+    options: {
+      temperature,
+      maxObservationChars: integerFlag(values['max-observation-chars'], 'max-observation-chars', 2000, 100, 1_000_000),
+    },
   };
   const seed = integerFlag(values.seed, 'seed', 0, 0, 2 ** 31 - 1);
   const set = await resolveDataset(values.dataset, {
@@ -164,8 +169,8 @@ export const evalCommand: Command = {
   name: 'eval',
   summary: 'evaluate a policy version on a question set: k samples per question, Avg@k with a 95 % interval, Pass@k',
   usage: `longhaul eval --dataset NAME|FILE [--version V] [-k K] [--limit N] [--concurrency C] [--layout L] [--strict]
-              [--judge] [--temperature T] [--seed S] [--max-turns N] [--max-new-tokens N] [--run-id ID]
-              [--result-id ID] [--json]
+              [--judge] [--temperature T] [--seed S] [--max-turns N] [--max-new-tokens N] [--max-observation-chars N]
+              [--run-id ID] [--result-id ID] [--json]
 longhaul eval --reproduce RESULT-ID [--json]
 longhaul eval compare BEFORE-ID AFTER-ID [--seed S] [--json]
 
@@ -186,6 +191,9 @@ observations the original saw; with greedy sampling (the default) the answers ma
   -k K                 samples per question (default 1)      --limit N   the first N questions
   --concurrency C      trajectories at once (default 8)      --seed S    base seed (default 0)
   --temperature T      sampling temperature (default 0: greedy)
+  --max-turns N        turns per trajectory (default 10)   --max-new-tokens N   per turn (default 256)
+  --max-observation-chars N  characters of a tool result the agent sees (default 2000; the demo uses
+                       600: evaluate a demo's policy with its settings to compare with its stages)
   --judge              grade with the LLM judge too (LONGHAUL_JUDGE_BASE_URL); a judge that is down is
                        retried until it answers, never scored 0
   --reproduce ID       run result ID again in its frozen environment (other flags but --json are refused)

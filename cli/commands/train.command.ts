@@ -40,6 +40,7 @@ const learnerFlags = {
   'limits.maxTurns': 'max-turns',
   'limits.maxNewTokensPerTurn': 'max-new-tokens',
   'options.temperature': 'temperature',
+  'options.maxObservationChars': 'max-observation-chars',
   rewardMetric: 'reward',
   rewardFormatWeight: 'format-weight',
   curriculum: 'curriculum',
@@ -120,8 +121,8 @@ export const trainCommand: Command = {
   name: 'train',
   summary: 'run the RL learner (async by default) on a question set, with live progress',
   usage: `longhaul train --dataset FILE [--run-id ID] [--mode async|sync] [--steps N] [--batch N] [--group N] [--eta N]
-               [--max-inflight N] [--max-turns N] [--max-new-tokens N] [--temperature T] [--lr X] [--keep-equal-groups] [--selection S]
-               [--reward METRIC] [--format-weight W] [--curriculum N] [--curriculum-lower X] [--curriculum-upper X]
+               [--max-inflight N] [--max-turns N] [--max-new-tokens N] [--max-observation-chars N] [--temperature T] [--lr X]
+               [--keep-equal-groups] [--selection S] [--reward METRIC] [--format-weight W] [--curriculum N] [--curriculum-lower X] [--curriculum-upper X]
                [--mastered-after N] [--too-hard-after N] [--pass-reward X]
                [--start-version N] [--hyperparameters JSON] [--json]
 
@@ -133,6 +134,8 @@ Web UI (search attribute LonghaulRunId) or with \`longhaul temporal workflow que
   --steps N           training steps (default 10)      --batch N   trajectories per step (default 16)
   --group N           samples per question (default 4) --eta N     max staleness in versions (default 4)
   --max-turns N       turns per trajectory (default 10) --lr X      learning rate (default 1e-5)
+  --max-new-tokens N  tokens per turn (default 128)     --max-observation-chars N   characters of a
+                      tool result the agent sees (default 5000; the demo's warm start and RL use 600)
   --temperature T     rollout sampling temperature (default 1: RL samples, so the G answers of a
                       group differ; 0 = greedy, which makes every group's rewards equal). The
                       trainer scores its logits at the same temperature (behaviour weight 1 on-policy)
@@ -174,6 +177,7 @@ flag and the field).`,
       'max-inflight': { type: 'string' },
       'max-turns': { type: 'string' },
       'max-new-tokens': { type: 'string' },
+      'max-observation-chars': { type: 'string' },
       temperature: { type: 'string' },
       lr: { type: 'string' },
       'keep-equal-groups': { type: 'boolean' },
@@ -227,7 +231,12 @@ flag and the field).`,
           maxTurns: integerFlag(values['max-turns'], 'max-turns', 10, 1, 100_000),
           maxNewTokensPerTurn: integerFlag(values['max-new-tokens'], 'max-new-tokens', 128, 1, 65_536),
         },
-        options: { temperature: temperatureFlag(values.temperature) },
+        options: {
+          temperature: temperatureFlag(values.temperature),
+          ...(values['max-observation-chars'] !== undefined
+            ? { maxObservationChars: integerFlag(values['max-observation-chars'], 'max-observation-chars', 5000, 100, 1_000_000) }
+            : {}),
+        },
         ...(values.reward !== undefined ? { rewardMetric: values.reward } : {}),
         ...(formatWeight !== undefined ? { rewardFormatWeight: formatWeight } : {}),
       },
