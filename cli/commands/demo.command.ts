@@ -279,9 +279,11 @@ terminates them; an evaluation then keeps the questions it had scored).
   --band-k K             probe samples per candidate (default 4)   --no-band   no probe (--full)
   --temperature T        RL rollouts' sampling temperature, the probe's too (default ${demoRolloutTemperature}; > 0)
   --reward METRIC        RL reward: f1_format (0.9·F1 + 0.1·format, default), f1, em, cover_em
-  --no-curriculum        keep every training question all run (default: the learner's curriculum
-                         retires a question after 2 groups in a row passing at ≥ HIGH or 3 at ≤ LOW,
-                         and the next one enters: band questions first, then the harder ones)
+  --no-curriculum        one group per training question, each question once, in order (RL ends
+                         early when they run out: steps × batch / group questions are needed). The
+                         default, the learner's curriculum, keeps drawing groups of an active set and
+                         retires a question after 2 groups in a row passing at ≥ HIGH or 3 at ≤ LOW;
+                         the next one enters: band questions first, then the harder ones
   --steps N              RL steps (default 2)      --batch N   trajectories per step (default 8)
   --group N              samples per question (default 4)      --lr X   RL learning rate (default 2e-5)
   --max-turns N          turns per trajectory (default 6)      --max-new-tokens N   per turn (default 48)
