@@ -15,6 +15,10 @@ test('the default plan and --full: sizes, sampling RL rollouts, one RL object', 
   assert.equal(plan.rl.trajectory.rewardMetric, 'f1_format', 'graded credit with a format term');
   assert.deepEqual(plan.rl.curriculum, { lower: 0, upper: 1, masteredAfter: 2, tooHardAfter: 3, passReward: 0.5 });
   assert.equal(demoPlan({ 'no-curriculum': true }).rl.curriculum, null);
+  assert.equal(
+    demoPlan({ 'no-curriculum': true, steps: '10', batch: '16', 'train-candidates': '40', 'synth-count': '200' }).rl.curriculum,
+    null,
+  );
   assert.deepEqual(demoPlan({ band: '0.1,0.9' }).rl.curriculum, {
     lower: 0.1,
     upper: 0.9,
@@ -83,6 +87,10 @@ test('bad flags are refused naming the flag', () => {
   refused({ hops: '1,1' }, /^--hops expects distinct/);
   refused({ 'synth-count': '5' }, /^--synth-count: 5 candidates/);
   refused({ 'eval-temperature': 'warm' }, /^--eval-temperature expects a number/);
+  refused(
+    { 'no-curriculum': true, steps: '10', batch: '16', group: '4' },
+    /^--train-candidates 8 is too few for --no-curriculum: .* draw 40 questions/,
+  );
   refused({ 'eval-concurrency': '0' }, /^--eval-concurrency expects an integer between 1 and 256/);
   refused({ reward: 'judge' }, /^--reward expects one of f1_format, f1, em, cover_em/);
   refused({ 'from-version': '-1' }, /from-version/);

@@ -279,6 +279,12 @@ export function demoPlan(values: DemoFlagValues): DemoPlan {
   const steps = integer('steps', preset.steps, 1, 100_000);
   const batchSize = integer('batch', preset.batch, 1, 100_000);
   const groupSize = integer('group', preset.group, 2, 256);
+  // Without the curriculum every training question gets one group: too few and RL would end early.
+  const questionsNeeded = Math.ceil((steps * batchSize) / groupSize);
+  if (values['no-curriculum'] === true && candidates < questionsNeeded)
+    throw new UsageError(
+      `--train-candidates ${candidates} is too few for --no-curriculum: ${steps} steps × ${batchSize} trajectories in groups of ${groupSize} draw ${questionsNeeded} questions, each once; give --train-candidates ${questionsNeeded} or more`,
+    );
   const maxTurns = integer('max-turns', preset.maxTurns, 1, 1000);
   const maxNewTokens = integer('max-new-tokens', preset.maxNewTokens, 8, 65_536);
   const learningRate = rateFlag(text(values.lr), 'lr', 2e-5);
