@@ -87,6 +87,12 @@ export interface VersionBehaviour {
   readonly statedButMissedShare?: number;
 }
 
+/** A version's gold measures (seen, stated, stated but missed), or null for behaviour stored before they were measured. */
+export function goldMeasures(row: VersionBehaviour): { seen: number; stated: number; statedButMissed: number } | null {
+  if (row.goldSeenShare === undefined) return null;
+  return { seen: row.goldSeenShare, stated: row.goldStatedShare ?? 0, statedButMissed: row.statedButMissedShare ?? 0 };
+}
+
 const isSearch = (tool: string) => tool.includes('search');
 
 function matches(patterns: readonly RegExp[], texts: readonly string[]): string[] {

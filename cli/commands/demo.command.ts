@@ -61,7 +61,7 @@ import {
 import { synthesisCacheKey, synthesizeOrReuse } from '../demo/synthesis-cache.js';
 import { searchCorpusVersion } from '../../infra/postgres/evaluation-store.pg.js';
 import { inBand, splitQuestions, type DemoSplit } from '../demo/split.js';
-import type { VersionBehaviour } from '../../activities/analysis/behaviour.js';
+import { goldMeasures, type VersionBehaviour } from '../../activities/analysis/behaviour.js';
 import { pairedDifference, type PairedDifference } from '../../activities/evaluation/statistics.js';
 import {
   evaluate,
@@ -92,10 +92,8 @@ function runChild(args: string[]): Promise<void> {
 
 /** "seen / stated / stated but missed" shares of a stage's behaviour, "-" where not measured. */
 function goldLine(behaviour: VersionBehaviour | null): string {
-  if (behaviour?.goldSeenShare === undefined) return '-';
-  return [behaviour.goldSeenShare, behaviour.goldStatedShare ?? 0, behaviour.statedButMissedShare ?? 0]
-    .map((value) => `${(value * 100).toFixed(0)} %`)
-    .join(' / ');
+  const gold = behaviour ? goldMeasures(behaviour) : null;
+  return gold ? [gold.seen, gold.stated, gold.statedButMissed].map((value) => `${(value * 100).toFixed(0)} %`).join(' / ') : '-';
 }
 
 /** The flag behind each input field the demo's workflows get, for preflight refusals. */

@@ -7,6 +7,8 @@ import { createHash } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { analyseTrajectory, behaviourByVersion, type VersionBehaviour } from '../../activities/analysis/behaviour.js';
 import { loadTrajectoryView } from '../../activities/analysis/trajectory-view.js';
+import { questionScores } from '../../activities/evaluation/compare.js';
+import { mean, type PerQuestionScore } from '../../activities/evaluation/statistics.js';
 import type { BlobStore } from '../../activities/ports/blob-store.port.js';
 import { evaluationResultSchema, type EvaluationResult } from '../../activities/ports/evaluation-result.schema.js';
 import {
@@ -110,10 +112,8 @@ export async function synthesizedRows(blobs: BlobStore, blobKey: string): Promis
 
 export const jsonl = (rows: readonly QuestionRow[]) => rows.map((row) => JSON.stringify(row)).join('\n') + '\n';
 
-export interface QuestionScore {
-  readonly questionId: string;
-  /** Mean EM over the question's samples (the pass rate, for the band probe). */
-  readonly score: number;
+/** A question's mean EM over its samples (`score`: the pass rate, for the band probe) and mean tool calls. */
+export interface QuestionScore extends PerQuestionScore {
   readonly toolCalls: number;
 }
 
@@ -201,11 +201,10 @@ export async function evaluate(context: StageContext, request: EvaluationRequest
 }
 
 export function perQuestionScores(result: EvaluationResult): QuestionScore[] {
-  const average = (values: number[]) => (values.length ? values.reduce((sum, value) => sum + value, 0) / values.length : 0);
-  return result.perQuestion.map((question) => ({
-    questionId: question.questionId,
-    score: average(question.samples.map((sample) => sample.scores.em ?? 0)),
-    toolCalls: average(question.samples.map((sample) => sample.toolCalls)),
+  const em = questionScores(result, 'em');
+  return result.perQuestion.map((question, index) => ({
+    ...em[index]!,
+    toolCalls: mean(question.samples.map((sample) => sample.toolCalls)),
   }));
 }
 

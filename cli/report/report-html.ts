@@ -6,7 +6,7 @@
  * raised, `data-box` with the chart's position), which the headless-browser test reads.
  */
 import type { ChartRuntime, CountPoint, ReportModel } from './report-model.js';
-import type { VersionBehaviour } from '../../activities/analysis/behaviour.js';
+import { goldMeasures, type VersionBehaviour } from '../../activities/analysis/behaviour.js';
 
 export interface Chart {
   readonly id: string;
@@ -42,12 +42,19 @@ const fixed = (value: number | null | undefined, digits = 3) =>
   value === null || value === undefined || Number.isNaN(value) ? '–' : value.toFixed(digits);
 /** Where right answers are lost (activities/analysis/behaviour.ts), when measured: [measure, share] pairs. */
 function goldShares(row: VersionBehaviour): [string, number][] {
-  if (row.goldSeenShare === undefined) return [];
+  const gold = goldMeasures(row);
+  if (!gold) return [];
   return [
-    ['a gold answer seen in an observation', row.goldSeenShare],
-    ['a gold answer stated in its reasoning', row.goldStatedShare ?? 0],
-    ['stated, yet the answer is not it', row.statedButMissedShare ?? 0],
+    ['a gold answer seen in an observation', gold.seen],
+    ['a gold answer stated in its reasoning', gold.stated],
+    ['stated, yet the answer is not it', gold.statedButMissed],
   ];
+}
+
+/** "seen / stated / stated but missed" as percentages, "–" where not measured. */
+function goldCell(row: VersionBehaviour | null): string {
+  const gold = row ? goldMeasures(row) : null;
+  return gold ? [gold.seen, gold.stated, gold.statedButMissed].map(percent).join(' / ') : '–';
 }
 
 const percent = (value: number | null | undefined) => (value === null || value === undefined ? '–' : `${(value * 100).toFixed(0)} %`);
@@ -557,9 +564,7 @@ export function renderReport(model: ReportModel, runtime: ChartRuntime): string 
           ),
           percent(row.behaviour?.verifiedShare ?? null),
           row.behaviour ? fixed(row.behaviour.meanDistinctDocuments, 2) : '–',
-          row.behaviour?.goldSeenShare === undefined
-            ? '–'
-            : [row.behaviour.goldSeenShare, row.behaviour.goldStatedShare, row.behaviour.statedButMissedShare].map(percent).join(' / '),
+          goldCell(row.behaviour),
           ...referenceNames.map((name) => {
             const set = row.references.find((entry) => entry.dataset === name);
             return set ? `${fixed(set.em)} [${fixed(set.emCi95[0])}, ${fixed(set.emCi95[1])}]` : '–';

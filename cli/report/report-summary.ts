@@ -1,5 +1,16 @@
 /** The report's terminal summary: a few lines that say what the HTML file shows. Pure. */
 import type { IntervalPoint, ReportModel } from './report-model.js';
+import { goldMeasures, type VersionBehaviour } from '../../activities/analysis/behaviour.js';
+
+const wholePercent = (value: number) => `${(value * 100).toFixed(0)} %`;
+
+/** " · gold seen …, stated …, stated but missed …" when measured, else nothing. */
+function goldSummary(row: VersionBehaviour): string {
+  const gold = goldMeasures(row);
+  return gold
+    ? ` · gold seen ${wholePercent(gold.seen)}, stated ${wholePercent(gold.stated)}, stated but missed ${wholePercent(gold.statedButMissed)}`
+    : '';
+}
 
 const interval = (point: IntervalPoint) =>
   `${point.mean.toFixed(3)}${point.low !== null && point.high !== null ? ` [${point.low.toFixed(3)}, ${point.high.toFixed(3)}]` : ''}`;
@@ -30,7 +41,7 @@ export function formatReportSummary(model: ReportModel): string {
   if (rates.length) lines.push(rates.join(' · '));
   for (const row of model.behaviour)
     lines.push(
-      `behaviour v${row.version} (${row.trajectories}): verified ${row.verifiedShare === null ? '–' : `${(row.verifiedShare * 100).toFixed(0)} %`} · documents ${row.meanDistinctDocuments.toFixed(1)} · uncertainty ${(row.uncertaintyShare * 100).toFixed(0)} % · conflict ${(row.conflictShare * 100).toFixed(0)} % · tool calls/question ${row.meanToolCallsPerQuestion.toFixed(2)}${row.goldSeenShare === undefined ? '' : ` · gold seen ${(row.goldSeenShare * 100).toFixed(0)} %, stated ${((row.goldStatedShare ?? 0) * 100).toFixed(0)} %, stated but missed ${((row.statedButMissedShare ?? 0) * 100).toFixed(0)} %`}`,
+      `behaviour v${row.version} (${row.trajectories}): verified ${row.verifiedShare === null ? '–' : `${(row.verifiedShare * 100).toFixed(0)} %`} · documents ${row.meanDistinctDocuments.toFixed(1)} · uncertainty ${(row.uncertaintyShare * 100).toFixed(0)} % · conflict ${(row.conflictShare * 100).toFixed(0)} % · tool calls/question ${row.meanToolCallsPerQuestion.toFixed(2)}${goldSummary(row)}`,
     );
   if (model.transfer)
     lines.push(
