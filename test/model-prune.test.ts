@@ -22,17 +22,20 @@ const cli = path.join(repoRoot, 'dist', 'cli', 'main.js');
 let context: TestContext;
 const base = 4_000_000 + 10 * Math.floor(Math.random() * 100_000);
 const runId = `prune-${base}`;
+const bulkBytes = 24 * 2 ** 20;
 
 before(async () => {
   context = await openContext(uniquePrefix('prune'));
   const versions = createPgPolicyVersionStore(context.pool);
   const register = async (version: number, training: boolean, prefix = `policies/${runId}/v${version}/`) => {
-    await context.blobs.put(`${prefix}model.safetensors`, `weights of v${version}`);
+    // Real bulk for the first pruned version, so that the blob store's compaction has bytes to return.
+    const weights = version === base + 1 ? Buffer.alloc(bulkBytes, 7) : Buffer.from(`weights of v${version}`);
+    await context.blobs.put(`${prefix}model.safetensors`, weights);
     const row: PolicyVersionRow = {
       version,
       name: 'm',
       blobPrefix: prefix,
-      files: [{ name: 'model.safetensors', bytes: `weights of v${version}`.length, sha256: 'x' }],
+      files: [{ name: 'model.safetensors', bytes: weights.length, sha256: 'x' }],
       manifest: training ? { training: { runId, step: version - base, kind: 'rl', baseVersion: version - 1, metrics: {} } } : {},
       parentVersion: version === base ? null : version - 1,
     };
@@ -64,7 +67,9 @@ before(async () => {
 });
 after(() => context.close());
 
-async function prune(...args: string[]): Promise<{ dryRun: boolean; pruned: number[]; kept: { version: number; reason: string }[] }> {
+async function prune(
+  ...args: string[]
+): Promise<{ dryRun: boolean; pruned: number[]; kept: { version: number; reason: string }[]; reclaimedBytes: number | null }> {
   const { stdout } = await run(
     process.execPath,
     [cli, 'model', 'prune', `--versions=${base}-${base + 5}`, '--keep-last=0', '--json', ...args],
@@ -91,8 +96,15 @@ test('model prune deletes the files of intermediate versions, keeps what is need
   );
   assert.equal(await exists(base + 1), true, 'a dry run deletes nothing');
 
+  assert.equal(dry.reclaimedBytes, null, 'a dry run compacts nothing');
+
   const done = await prune('--yes');
   assert.deepEqual([done.dryRun, done.pruned], [false, [base + 1, base + 2]]);
+  // The embedded SeaweedFS keeps deleted bytes until a vacuum: --yes compacts, and the disk shrinks.
+  assert.ok(
+    done.reclaimedBytes !== null && done.reclaimedBytes >= bulkBytes / 2,
+    `the disk got back ${done.reclaimedBytes} bytes of the ${bulkBytes} deleted`,
+  );
   assert.deepEqual(await Promise.all([1, 2, 3, 4].map((offset) => exists(base + offset))), [false, true, true, true]);
   const versions = createPgPolicyVersionStore(context.pool);
   const row = await versions.get(base + 1);

