@@ -374,3 +374,37 @@ test('series that share a version are drawn side by side, not one over the other
   assert.equal(layers[1]!.encoding.x.field, 'position');
   assert.deepEqual(layers[1]!.encoding.x.scale.domain, [-0.5, 2.5]);
 });
+
+test('chart legends show whole labels: each legend allows the width of its longest series name', () => {
+  const behaviour = (version: number) => ({
+    version,
+    trajectories: 8,
+    answered: 6,
+    verifiedShare: 0.5,
+    meanDistinctDocuments: 2.25,
+    uncertaintyShare: 0,
+    conflictShare: 0,
+    meanToolCalls: 3,
+    meanSearches: 1.5,
+    meanToolCallsPerQuestion: 3,
+    meanReward: 0.5,
+    goldSeenShare: 0.75,
+    goldStatedShare: 0.5,
+    statedButMissedShare: 0.25,
+  });
+  const charts = reportCharts(emptyModel({ behaviour: [behaviour(0), behaviour(1)] }));
+  const shares = charts.find((chart) => chart.id === 'chart-behaviour-shares');
+  assert.ok(shares, 'the behaviour shares are charted');
+  assert.match(shares.description, /gold answer/, 'the description names the gold measures it plots');
+  for (const chart of charts) {
+    const spec = chart.spec as {
+      data?: { values: Record<string, unknown>[] };
+      encoding?: { color?: { field: string; legend?: { labelLimit?: number } } };
+    };
+    const color = spec.encoding?.color;
+    if (!color?.legend || !spec.data) continue;
+    const longest = Math.max(...spec.data.values.map((value) => String(value[color.field]).length));
+    // Vega-Lite's default label limit is 160 px; an 11 px label is ~6 px a character.
+    assert.ok((color.legend.labelLimit ?? 160) >= longest * 6.5, `${chart.id}: a ${longest}-character label fits its legend`);
+  }
+});

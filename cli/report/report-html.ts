@@ -283,7 +283,8 @@ export function reportCharts(model: ReportModel): Chart[] {
       encoding: {
         x: { field: 'version', type: 'ordinal', title: 'policy version', axis: { labelAngle: 0 } },
         y: { field: 'value', type: 'quantitative', title, axis: { format } },
-        color: { field: 'measure', type: 'nominal', title: null, legend: { orient: 'bottom', columns: 1 } },
+        // Vega-Lite cuts a legend label at 160 px by default ("a gold answer seen in an obs…").
+        color: { field: 'measure', type: 'nominal', title: null, legend: { orient: 'bottom', columns: 1, labelLimit: 400 } },
         tooltip: [{ field: 'measure' }, { field: 'version' }, { field: 'value', format: '.2f' }],
       },
     });
@@ -291,7 +292,7 @@ export function reportCharts(model: ReportModel): Chart[] {
       id: 'chart-behaviour-shares',
       title: 'Expert behaviours across versions: shares',
       description:
-        'Share of answered trajectories whose answer was checked by a further search after it first appeared; share of trajectories whose own text expresses uncertainty or notes conflicting evidence.',
+        'Share of answered trajectories whose answer was checked by a further search after it first appeared; share of trajectories whose own text expresses uncertainty or notes conflicting evidence; and where right answers are lost: share of trajectories with a gold answer in an observation, with a gold answer stated in its own reasoning, and stated yet not given as the answer (versions measured before these existed have none).',
       spec: lines(shares, 'share', '%'),
     });
     charts.push({
