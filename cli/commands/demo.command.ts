@@ -271,6 +271,8 @@ terminates them; an evaluation then keeps the questions it had scored).
   --sft-epochs N         passes over the gold paths (default ${presets.default.sftEpochs})
   --sft-trainable MODE   freeze (the last 4 layers and the norm, default; --sft-lr 3e-4) or full
                          (every parameter, --sft-lr 1e-4: ~2× the seconds per update, 5.2 GiB)
+  --rl-trainable MODE    what RL trains: freeze (the last 4 layers and the norm, default) or full
+                         (every parameter; the same --lr; each update costs more, docs/BENCHMARKS.md)
   --band LOW,HIGH        the learnable band: LOW < pass rate < HIGH, both in [0, 1] (default 0,1),
                          for the probe and the curriculum alike
   --band-probe           probe the candidates before RL (the default of --full)

@@ -2,7 +2,16 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { UsageError } from '../command.js';
 import { stageTable } from './manifest.js';
-import { demoPlan, demoRolloutTemperature, parseBand, parseHops, presets, probeTrajectory, warmStartTrainable } from './plan.js';
+import {
+  demoPlan,
+  demoRolloutTemperature,
+  parseBand,
+  parseHops,
+  demoTrainable,
+  presets,
+  probeTrajectory,
+  warmStartTrainable,
+} from './plan.js';
 
 test('the default plan and --full: sizes, sampling RL rollouts, one RL object', () => {
   const plan = demoPlan({});
@@ -33,6 +42,9 @@ test('the default plan and --full: sizes, sampling RL rollouts, one RL object', 
   assert.equal(plan.warmStart.hyperparameters.learningRate, 3e-4);
   assert.deepEqual(demoPlan({ 'sft-trainable': 'full' }).warmStart.hyperparameters.trainable, warmStartTrainable);
   assert.equal(demoPlan({ 'sft-trainable': 'full' }).warmStart.hyperparameters.learningRate, 1e-4);
+  assert.deepEqual(plan.rl.hyperparameters.trainable, demoTrainable, 'RL trains the last layers by default');
+  assert.deepEqual(demoPlan({ 'rl-trainable': 'full' }).rl.hyperparameters.trainable, warmStartTrainable);
+  assert.deepEqual(demoPlan({ 'rl-trainable': 'full' }).warmStart.hyperparameters.trainable, demoTrainable, 'each stage its own');
   assert.equal(demoPlan({ reward: 'em' }).rl.trajectory.rewardMetric, 'em');
   assert.equal(plan.evaluation.trajectory.options?.temperature, 0);
   assert.equal(plan.evaluation.concurrency, 8);
@@ -99,6 +111,7 @@ test('bad flags are refused naming the flag', () => {
   refused({ temperature: '0' }, /^--temperature 0 is greedy/);
   refused({ temperature: 'hot' }, /^--temperature expects a number/);
   refused({ 'sft-trainable': 'lora' }, /^--sft-trainable expects freeze/);
+  refused({ 'rl-trainable': 'lora' }, /^--rl-trainable expects freeze \(the last 4 layers and the norm\) or full/);
   refused({ dataset: 'x.jsonl', 'fresh-synthesis': true }, /^--fresh-synthesis has no effect with --dataset/);
 });
 

@@ -120,6 +120,7 @@ export const demoFlagOptions = {
   'sft-epochs': { type: 'string' },
   'sft-lr': { type: 'string' },
   'sft-trainable': { type: 'string' },
+  'rl-trainable': { type: 'string' },
   band: { type: 'string' },
   'band-k': { type: 'string' },
   'band-probe': { type: 'boolean' },
@@ -229,6 +230,14 @@ export function parseHops(value: string | undefined, fallback: readonly number[]
 }
 
 /** The run's plan from its flags; a UsageError (exit 2) names the flag of any bad value. */
+/** `--sft-trainable` / `--rl-trainable`: freeze (the last 4 layers and the norm, the default) or full. */
+function trainableFlag(values: DemoFlagValues, flag: 'sft-trainable' | 'rl-trainable'): 'freeze' | 'full' {
+  const value = text(values[flag]) ?? 'freeze';
+  if (value !== 'full' && value !== 'freeze')
+    throw new UsageError(`--${flag} expects freeze (the last 4 layers and the norm) or full (every parameter), got "${String(value)}"`);
+  return value;
+}
+
 export function demoPlan(values: DemoFlagValues): DemoPlan {
   const full = values.full === true;
   const preset = full ? presets.full : presets.default;
@@ -269,11 +278,8 @@ export function demoPlan(values: DemoFlagValues): DemoPlan {
   const temperature = numberIn(values.temperature, 'temperature', demoRolloutTemperature, 0, 5);
   if (temperature === 0)
     throw new UsageError('--temperature 0 is greedy: every sample of a group is the same text and RL gets no signal; give e.g. 0.7');
-  const sftTrainable = text(values['sft-trainable']) ?? 'freeze';
-  if (sftTrainable !== 'full' && sftTrainable !== 'freeze')
-    throw new UsageError(
-      `--sft-trainable expects freeze (the last 4 layers and the norm) or full (every parameter), got "${sftTrainable}"`,
-    );
+  const sftTrainable = trainableFlag(values, 'sft-trainable');
+  const rlTrainable = trainableFlag(values, 'rl-trainable');
   if (values['fresh-synthesis'] === true && datasetFile !== null)
     throw new UsageError('--fresh-synthesis has no effect with --dataset (nothing is synthesized); leave one out');
   const steps = integer('steps', preset.steps, 1, 100_000);
@@ -348,7 +354,7 @@ export function demoPlan(values: DemoFlagValues): DemoPlan {
         options: { ...options, temperature },
         rewardMetric: reward as (typeof rlRewardMetrics)[number],
       },
-      hyperparameters: { learningRate, microBatchSize: 2, trainable: demoTrainable },
+      hyperparameters: { learningRate, microBatchSize: 2, trainable: rlTrainable === 'full' ? warmStartTrainable : demoTrainable },
       // The band online: a question leaves as mastered after 2 groups in a row with pass rate ≥ HIGH, as too hard
       // after 3 in a row ≤ LOW (--band; default 0,1: all passing, none passing).
       curriculum:
