@@ -35,15 +35,25 @@ export function createWeightSyncActivities({ weightSync, heartbeatMs = 2000 }: W
       beat();
       const timer = setInterval(beat, heartbeatMs);
       const started = performance.now();
+      // Seconds per phase the adapter reports (the onnx reload: waiting, files, open), so a slow sync says where it waited.
+      const phases: Record<string, number> = {};
+      let phaseStarted = started;
+      const closePhase = () => {
+        const now = performance.now();
+        phases[phase] = (phases[phase] ?? 0) + (now - phaseStarted) / 1000;
+        phaseStarted = now;
+      };
       try {
         await weightSync.sync(
           version,
           (next) => {
+            closePhase();
             phase = next;
             beat();
           },
           context.cancellationSignal,
         );
+        closePhase();
       } catch (error) {
         if (context.cancellationSignal.aborted && !(error instanceof ApplicationFailure))
           throw new CancelledFailure(`syncWeights of policy version ${version} cancelled`);
@@ -51,7 +61,17 @@ export function createWeightSyncActivities({ weightSync, heartbeatMs = 2000 }: W
       } finally {
         clearInterval(timer);
       }
-      return { adapter: weightSync.kind, version, seconds: Math.round(performance.now() - started) / 1000 };
+      const seconds = Math.round(performance.now() - started) / 1000;
+      const reported = Object.fromEntries(
+        Object.entries(phases)
+          .filter(([name]) => name !== 'starting')
+          .map(([name, value]) => [name, Math.round(value * 1000) / 1000]),
+      );
+      const breakdown = Object.entries(reported).map(([name, value]) => `${name} ${value.toFixed(1)}`);
+      context.log.info(
+        `syncWeights v${version} (${weightSync.kind}): ${seconds.toFixed(1)} s${breakdown.length ? ` (${breakdown.join(', ')})` : ''}`,
+      );
+      return { adapter: weightSync.kind, version, seconds, ...(breakdown.length ? { phases: reported } : {}) };
     },
   };
 }

@@ -12,7 +12,7 @@ import { loraAdapterName } from '../infra/inference/weight-sync.js';
 import type { BlobStore } from '../activities/ports/blob-store.port.js';
 import type { PolicyBackend } from '../activities/ports/policy.port.js';
 import type { PolicyVersionStore } from '../activities/ports/policy-version-store.port.js';
-import type { ReloadablePolicy } from '../activities/ports/weight-sync.port.js';
+import type { ReloadablePolicy, SyncPhase } from '../activities/ports/weight-sync.port.js';
 import { createOnnxBackend, type OnnxBackend } from '../gpu/infer/onnx.backend.js';
 import { createScriptedPolicy } from '../test/doubles/scripted-policy.js';
 import { readManifest } from '../gpu/infer/model-files.js';
@@ -55,7 +55,9 @@ export async function openLocalPolicy(
   settings: Config,
   stores: { blobs: BlobStore; versions: PolicyVersionStore },
   wanted?: number,
+  progress?: (phase: SyncPhase) => void,
 ): Promise<{ backend: OnnxBackend; dir: string }> {
+  progress?.('files');
   const { dir, version } = await resolveLocalPolicy(settings, stores, wanted);
   const graph = readManifest(dir).onnx.file;
   if (!fs.existsSync(path.join(dir, graph))) {
@@ -64,6 +66,7 @@ export async function openLocalPolicy(
       `${dir} has no ${graph}: policy version ${version} was published without its ONNX export; export it (gpu-train with the exporter installed) or serve it with LONGHAUL_POLICY_BACKEND=openai`,
     );
   }
+  progress?.('open');
   const backend = await createOnnxBackend({
     modelDir: dir,
     version,
@@ -84,6 +87,7 @@ export async function createConfiguredBackend(
   settings: Config,
   stores: { blobs: BlobStore; versions: PolicyVersionStore },
   version?: number,
+  progress?: (phase: SyncPhase) => void,
 ): Promise<ConfiguredBackend> {
   const tag = version ?? settings.policy.version ?? 0;
   if (settings.policy.backend === 'scripted') {
@@ -100,7 +104,7 @@ export async function createConfiguredBackend(
     const model = version !== undefined && settings.weightSync.kind === 'vllm' ? loraAdapterName(version) : settings.policy.openai.model;
     return { backend: createOpenAIBackend({ baseUrl, model, apiKey, api, version: tag }), modelDir: null, close: async () => undefined };
   }
-  const { backend, dir } = await openLocalPolicy(settings, stores, version);
+  const { backend, dir } = await openLocalPolicy(settings, stores, version, progress);
   return { backend, modelDir: dir, close: () => backend.close() };
 }
 
@@ -119,7 +123,10 @@ interface Slot {
  * opens another version beside the serving one and swaps atomically: running generations finish
  * (and tag their tokens) on the old one, which is closed once idle; a failed open changes nothing.
  */
-export function lazyBackend(open: (version?: number) => Promise<ConfiguredBackend>, name: PolicyBackend['name']): LazyBackend {
+export function lazyBackend(
+  open: (version?: number, progress?: (phase: SyncPhase) => void) => Promise<ConfiguredBackend>,
+  name: PolicyBackend['name'],
+): LazyBackend {
   let current: Promise<Slot> | undefined;
   const retired = new Set<Slot>();
   let reloads: Promise<unknown> = Promise.resolve();
@@ -151,11 +158,11 @@ export function lazyBackend(open: (version?: number) => Promise<ConfiguredBacken
       if (slot.retired && slot.active === 0) await retire(slot);
     }
   }
-  async function reload(version: number): Promise<{ previous: number | null; reloaded: boolean }> {
+  async function reload(version: number, progress?: (phase: SyncPhase) => void): Promise<{ previous: number | null; reloaded: boolean }> {
     const before = await current?.catch(() => undefined);
     const previous = before ? await before.opened.backend.currentVersion() : null;
     if (before && previous === version) return { previous, reloaded: false };
-    const slot: Slot = { opened: await open(version), active: 0, retired: false };
+    const slot: Slot = { opened: await open(version, progress), active: 0, retired: false };
     const replaced = current; // `before`, or a first open that started meanwhile
     current = Promise.resolve(slot);
     const old = await replaced?.catch(() => undefined);
@@ -168,8 +175,9 @@ export function lazyBackend(open: (version?: number) => Promise<ConfiguredBacken
     currentVersion: () => use((backend) => backend.currentVersion()),
     capabilities: () => use((backend) => backend.capabilities()),
     // One reload at a time, in call order.
-    reload: (version) => {
-      const next = reloads.then(() => reload(version));
+    reload: (version, progress) => {
+      progress?.('waiting');
+      const next = reloads.then(() => reload(version, progress));
       reloads = next.catch(() => undefined);
       return next;
     },

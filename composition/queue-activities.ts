@@ -191,7 +191,10 @@ export async function workerActivities(role: QueueRole, settings: Config, blobs:
     case 'gpu-infer': {
       const services = openServices(settings, { poolSize: 2 });
       const { versions } = services;
-      const backend = lazyBackend((version) => createConfiguredBackend(settings, { blobs, versions }, version), settings.policy.backend);
+      const backend = lazyBackend(
+        (version, progress) => createConfiguredBackend(settings, { blobs, versions }, version, progress),
+        settings.policy.backend,
+      );
       const weightSync = createWeightSync(settings.weightSync, {
         local: backend,
         backend: settings.policy.backend,

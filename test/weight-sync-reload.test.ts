@@ -207,6 +207,15 @@ describe('weight sync into a serving policy', () => {
       })) as SyncThenGenerateResult;
       assert.equal((result.syncs[0] as SyncWeightsResult).adapter, 'onnx');
       assert.equal((result.syncs[0] as SyncWeightsResult).version, base + 1);
+      // Where the reload's time went: the version's files (downloaded and checked) and opening its ONNX session.
+      const { phases = {}, seconds } = result.syncs[0] as SyncWeightsResult;
+      assert.ok(
+        ['waiting', 'files', 'open'].every((name) => name in phases),
+        `phases ${JSON.stringify(phases)}`,
+      );
+      assert.ok(phases.open! > 0 && phases.files! > 0, `phases ${JSON.stringify(phases)}`);
+      const total = Object.values(phases).reduce((sum, value) => sum + value, 0);
+      assert.ok(total <= seconds + 0.01, `the phases (${total} s) fit in the sync's ${seconds} s`);
       assert.deepEqual(result.syncs[1], {
         refused:
           `syncWeights (onnx): policy version ${base + 9} cannot be served: policy version ${base + 9} is not registered; ` +

@@ -262,6 +262,7 @@ describe('the syncWeights activity', () => {
     assert.equal(outcome.adapter, 'sglang');
     assert.equal(outcome.version, 4);
     assert.ok(outcome.seconds >= 0.02 && outcome.seconds < 5, `seconds ${outcome.seconds}`);
+    assert.ok((outcome.phases?.loading ?? 0) >= 0.02, `the loading phase is timed: ${JSON.stringify(outcome.phases)}`);
     assert.deepEqual(beats[0], { runId: 'r1', version: 4, adapter: 'sglang', phase: 'starting' });
     assert.ok(beats.some((beat) => (beat as { phase: string }).phase === 'loading'));
   });

@@ -490,6 +490,7 @@ export async function learner(raw: LearnerInput): Promise<LearnerResult> {
         finishedAtMs: Date.now(),
         maxStaleness: staleness,
         ...(synced ? { syncSeconds: synced.seconds } : {}),
+        ...(synced?.phases ? { syncPhases: synced.phases } : {}),
         meanReward: batchRewards.length ? batchRewards.reduce((sum, reward) => sum + reward, 0) / batchRewards.length : 0,
         ...(run.groupsSinceStep && run.groupsSinceStep.settled > 0
           ? { zeroAdvantageGroupShare: run.groupsSinceStep.equal / run.groupsSinceStep.settled, groupsSettled: run.groupsSinceStep.settled }

@@ -13,8 +13,14 @@ export interface WeightSync {
   sync(version: number, progress: (phase: string) => void, signal?: AbortSignal): Promise<void>;
 }
 
+/**
+ * Where an in-place reload spends its time: queued behind an earlier reload, the version's files
+ * (downloaded and checked unless cached) and opening the model (the ONNX session).
+ */
+export type SyncPhase = 'waiting' | 'files' | 'open';
+
 /** A policy that can switch to another version in place (the gpu-infer worker's lazy backend). */
 export interface ReloadablePolicy {
   /** Open `version` and serve it from now on; running generations finish on the old one. */
-  reload(version: number): Promise<{ previous: number | null; reloaded: boolean }>;
+  reload(version: number, progress?: (phase: SyncPhase) => void): Promise<{ previous: number | null; reloaded: boolean }>;
 }

@@ -9,4 +9,8 @@ test("a step's phases read as one line, the engine's own inside its total", () =
   );
   assert.equal(trainPhasesLine({ proximalSeconds: 2, updateSeconds: 1 }), 'proximal 2.0, update 1.0');
   assert.equal(trainPhasesLine({}, 3), 'sync 3.0 s');
+  assert.equal(
+    trainPhasesLine({}, 123, { loading: 0.001, waiting: 0.2, files: 20.5, open: 102 }),
+    'sync 123.0 s (waiting 0.2, files 20.5, open 102.0)',
+  );
 });

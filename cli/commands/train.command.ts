@@ -94,8 +94,14 @@ function curriculumLine(counts: CurriculumCounts): string {
   return `${counts.active} active, ${counts.mastered} mastered, ${counts.tooHard} too hard, ${counts.entered} entered`;
 }
 
+/** " (files 3.1, open 8.2)": the sync's phases of ≥ 0.05 s, or nothing. */
+function syncBreakdown(phases: Readonly<Record<string, number>> | undefined): string {
+  const parts = Object.entries(phases ?? {}).filter(([, value]) => value >= 0.05);
+  return parts.length ? ` (${parts.map(([name, value]) => `${name} ${value.toFixed(1)}`).join(', ')})` : '';
+}
+
 /** "stage 1.2 s, engine 98.0 s (proximal 46.5, update 24.3, save 30.8), sync 12.5 s": where a step's time went. */
-export function trainPhasesLine(phases: TrainPhases, syncSeconds?: number): string {
+export function trainPhasesLine(phases: TrainPhases, syncSeconds?: number, syncPhases?: Readonly<Record<string, number>>): string {
   const seconds = (value: number) => value.toFixed(1);
   const inner = (
     [
@@ -112,7 +118,7 @@ export function trainPhasesLine(phases: TrainPhases, syncSeconds?: number): stri
       ? [`engine ${seconds(phases.engineSeconds)} s${inner.length ? ` (${inner.join(', ')})` : ''}`]
       : []),
     ...(phases.engineSeconds === undefined && inner.length ? [inner.join(', ')] : []),
-    ...(syncSeconds !== undefined ? [`sync ${seconds(syncSeconds)} s`] : []),
+    ...(syncSeconds !== undefined ? [`sync ${seconds(syncSeconds)} s${syncBreakdown(syncPhases)}`] : []),
   ];
   return parts.join(', ');
 }
@@ -294,7 +300,7 @@ flag and the field).`,
               ? ''
               : `, ${(stats.zeroAdvantageGroupShare * 100).toFixed(0)} % of ${stats.groupsSettled} groups had zero advantage`) +
             (stats.curriculum ? `; curriculum ${curriculumLine(stats.curriculum)}` : '') +
-            (stats.trainPhases ? ` (${trainPhasesLine(stats.trainPhases, stats.syncSeconds)})` : ''),
+            (stats.trainPhases ? ` (${trainPhasesLine(stats.trainPhases, stats.syncSeconds, stats.syncPhases)})` : ''),
         );
       console.log(
         `${result.steps} steps · ${result.consumed} trajectories used, ${result.dropped} dropped · ${result.samplesPerHour.toFixed(0)} samples/h · trainer busy ${(result.trainerBusy * 100).toFixed(0)} %`,

@@ -221,11 +221,22 @@ export function stepPhases(stats: StepStats): StepPhase[] {
       'upload and register',
       phases.engineSeconds === undefined ? undefined : stats.trainSeconds - (phases.stageSeconds ?? 0) - phases.engineSeconds,
     ],
-    ['sync', stats.syncSeconds],
+    ...syncEntries(stats),
   ];
   return entries
     .filter((entry): entry is [string, number] => entry[1] !== undefined && Number.isFinite(entry[1]))
     .map(([phase, seconds]) => ({ phase, seconds: Math.max(0, seconds) }));
+}
+
+/** The sync as one phase, or by the phases it reported ("sync: files", "sync: open", …) with any rest as "sync: other". */
+function syncEntries(stats: StepStats): [string, number | undefined][] {
+  const parts = Object.entries(stats.syncPhases ?? {}).filter(([, seconds]) => seconds >= 0.05);
+  if (stats.syncSeconds === undefined || parts.length === 0) return [['sync', stats.syncSeconds]];
+  const rest = stats.syncSeconds - parts.reduce((sum, [, seconds]) => sum + seconds, 0);
+  return [
+    ...parts.map(([name, seconds]): [string, number] => [`sync: ${name}`, seconds]),
+    ...(rest >= 0.05 ? [['sync: other', rest] as [string, number]] : []),
+  ];
 }
 
 function counts(values: readonly number[], group: string): CountPoint[] {

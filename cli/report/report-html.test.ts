@@ -204,6 +204,12 @@ test("step phases: the engine's own, its start and load, the upload as the rest 
     { phase: 'upload and register', seconds: 18 },
     { phase: 'sync', seconds: 12 },
   ]);
+  // A sync that reported its phases is shown by them, with what they leave as "other".
+  assert.deepEqual(stepPhases({ ...stats, syncPhases: { loading: 0.001, files: 3, open: 8 } }).slice(-3), [
+    { phase: 'sync: files', seconds: 3 },
+    { phase: 'sync: open', seconds: 8 },
+    { phase: 'sync: other', seconds: 1 },
+  ]);
   // Only the engine's phases (another trainer): nothing is derived from what is missing.
   assert.deepEqual(stepPhases({ ...stats, syncSeconds: undefined, trainPhases: { proximalSeconds: 1 } }), [
     { phase: 'proximal', seconds: 1 },

@@ -70,7 +70,7 @@ export function createOnnxWeightSync(local: ReloadablePolicy): WeightSync {
     kind: 'onnx',
     async sync(version, progress) {
       progress('loading');
-      await guarded(version, () => local.reload(version));
+      await guarded(version, () => local.reload(version, progress));
     },
   };
 }

@@ -163,6 +163,8 @@ export interface StepStats {
   readonly trainSeconds: number;
   /** Time the serving side took to pick the version up (syncWeights); absent in runs started before weight sync. */
   readonly syncSeconds?: number;
+  /** Where syncSeconds went (SyncWeightsResult.phases); absent in runs recorded before it was kept. */
+  readonly syncPhases?: Readonly<Record<string, number>>;
   readonly finishedAtMs: number;
   /**
    * Of the groups that settled since the previous step, the share whose rewards were all equal (zero
@@ -339,6 +341,8 @@ export interface SyncWeightsResult {
   readonly adapter: 'onnx' | 'sglang' | 'vllm' | 'none';
   readonly version: number;
   readonly seconds: number;
+  /** Seconds per phase the adapter reported (onnx: waiting behind an earlier reload, files, open); absent when none. */
+  readonly phases?: Readonly<Record<string, number>>;
 }
 
 /** On the gpu-infer queue: make the serving side use a newly trained version. */
