@@ -11,6 +11,23 @@ import { trajectoryMetadata } from '../../workflows/trajectory-child.js';
 
 const runtime = { vega: 'window.vega = {};', vegaLite: 'var s = "</script>";', vegaEmbed: 'window.vegaEmbed = null;' };
 
+/** A version's behaviour as the report reads it (without the gold measures: as stored before they existed). */
+function behaviourRow(version: number) {
+  return {
+    version,
+    trajectories: 8,
+    answered: 6,
+    verifiedShare: 0.5,
+    meanDistinctDocuments: 2.25,
+    uncertaintyShare: 0,
+    conflictShare: 0,
+    meanToolCalls: 3,
+    meanSearches: 1.5,
+    meanToolCallsPerQuestion: 3,
+    meanReward: 0.5,
+  };
+}
+
 function emptyModel(overrides: Partial<ReportModel> = {}): ReportModel {
   return {
     runId: 'run-1',
@@ -121,19 +138,7 @@ test('held-out points without an interval are drawn at their mean; evaluation re
 });
 
 test('a demo run shows its stages: held-out EM with intervals, tool calls per question, behaviour, reference sets and the paired gains', () => {
-  const behaviour = {
-    version: 3,
-    trajectories: 8,
-    answered: 6,
-    verifiedShare: 0.5,
-    meanDistinctDocuments: 2.25,
-    uncertaintyShare: 0,
-    conflictShare: 0,
-    meanToolCalls: 3,
-    meanSearches: 1.5,
-    meanToolCallsPerQuestion: 3,
-    meanReward: 0.5,
-  };
+  const behaviour = behaviourRow(3);
   const stage = (name: string, version: number, em: number) => ({
     stage: name,
     version,
@@ -383,17 +388,7 @@ test('series that share a version are drawn side by side, not one over the other
 
 test('chart legends show whole labels: each legend allows the width of its longest series name', () => {
   const behaviour = (version: number) => ({
-    version,
-    trajectories: 8,
-    answered: 6,
-    verifiedShare: 0.5,
-    meanDistinctDocuments: 2.25,
-    uncertaintyShare: 0,
-    conflictShare: 0,
-    meanToolCalls: 3,
-    meanSearches: 1.5,
-    meanToolCallsPerQuestion: 3,
-    meanReward: 0.5,
+    ...behaviourRow(version),
     goldSeenShare: 0.75,
     goldStatedShare: 0.5,
     statedButMissedShare: 0.25,
