@@ -27,8 +27,8 @@ function directoryBytes(dir: string): number {
  * a queue a little after the delete, and a volume only marks them: the bytes stay on disk until the
  * master vacuums the volume (by itself only at ≥ 30 % garbage, and not at once), so `model prune --yes`
  * alone freed nothing on disk. Asks the embedded master to compact every volume with any garbage, again
- * every 2 s until the data folder has shrunk by `expectedBytes` (90 %) or stops shrinking for 10 s after
- * it began to (at most `deadlineMs`), and returns what it shrank by; null for an external S3 server
+ * every 2 s until the data folder has shrunk by `expectedBytes` (90 %), stops shrinking for 10 s, or has not
+ * shrunk at all in 30 s (at most `deadlineMs`), and returns what it shrank by; null for an external S3 server
  * (S3_ENDPOINT), which manages its own space.
  */
 export async function compactEmbeddedBlobStore(
@@ -55,7 +55,9 @@ export async function compactEmbeddedBlobStore(
       );
     const now = Math.max(0, before - directoryBytes(dataDir));
     if (now > reclaimed) [reclaimed, lastGain] = [now, Date.now()];
-    if (reclaimed >= 0.9 * expectedBytes || (reclaimed > 0 && Date.now() - lastGain > 10_000)) break;
+    // Done when most of it is back, when it stopped shrinking (10 s), or when nothing came back in 30 s (the deleted
+    // files were small enough for the filer to keep inline, or were never stored).
+    if (reclaimed >= 0.9 * expectedBytes || Date.now() - lastGain > (reclaimed > 0 ? 10_000 : 30_000)) break;
     await new Promise((resolve) => setTimeout(resolve, 2_000));
   }
   return { reclaimedBytes: reclaimed, seconds: (Date.now() - started) / 1000 };
