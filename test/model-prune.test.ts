@@ -22,7 +22,7 @@ const cli = path.join(repoRoot, 'dist', 'cli', 'main.js');
 let context: TestContext;
 const base = 4_000_000 + 10 * Math.floor(Math.random() * 100_000);
 const runId = `prune-${base}`;
-const bulkBytes = 24 * 2 ** 20;
+const bulkBytes = 48 * 2 ** 20; // large beside what a concurrently running test file writes meanwhile
 
 before(async () => {
   context = await openContext(uniquePrefix('prune'));
