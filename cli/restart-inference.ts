@@ -1,10 +1,14 @@
 /**
  * The gpu-infer worker serves one policy version, read from LONGHAUL_POLICY_VERSION when it starts:
- * restart it on `version`, or with none on the latest (the variable cleared). Used by the demo and
- * by `bench transfer` to switch the version the evaluations and warm starts sample from.
+ * restart it on `version`, or with none on the latest (the variable cleared). Used by the demo, by
+ * `bench transfer` and by `eval --version` to switch the version the evaluations and warm starts sample from.
  */
+import type { Client } from '@temporalio/client';
 import { config } from '../infra/config.js';
 import { workerService } from '../infra/services/workers.service.js';
+import { UsageError } from './command.js';
+import { onInterrupt } from './interrupt.js';
+import { runningTraining } from './training-guard.js';
 
 export async function restartInference(version: number | undefined): Promise<void> {
   // The worker child inherits this process's environment.
@@ -13,4 +17,42 @@ export async function restartInference(version: number | undefined): Promise<voi
   const service = workerService(config(), 'gpu-infer');
   await service.stop();
   await service.start();
+}
+
+/**
+ * Serve `version` for an evaluation of it, when it is not the latest registered (which the gpu-infer
+ * worker serves unless it was started on another or a learner synced one): refused while a learner or
+ * warm start runs on this stack (its rollouts would be sampled from `version`), else the worker is
+ * restarted on `version`. Returns what puts it back on the latest (also run on Ctrl-C), or null when
+ * nothing was switched.
+ */
+export async function serveForEvaluation(
+  client: Client,
+  version: number,
+  latest: number,
+  log: (line: string) => void,
+): Promise<(() => Promise<void>) | null> {
+  if (version === latest) return null;
+  const training = await runningTraining(client);
+  if (training)
+    throw new UsageError(
+      `--version ${version}: the gpu-infer worker serves one policy version, and ${training.workflowId} (${training.type}) is training on it now; evaluating v${version} would switch its rollouts to v${version}. Wait for it to finish, or evaluate the latest (v${latest}: leave out --version)`,
+    );
+  const pinned = process.env.LONGHAUL_POLICY_VERSION;
+  log(`serving v${version} for this evaluation: restarting worker-gpu-infer on it (the latest is v${latest})`);
+  await restartInference(version);
+  let restored = false;
+  const restore = async () => {
+    if (restored) return;
+    restored = true;
+    await restartInference(pinned === undefined ? undefined : Number(pinned));
+    log(
+      `worker-gpu-infer serves ${pinned === undefined ? `the latest version (v${latest})` : `v${pinned} (LONGHAUL_POLICY_VERSION)`} again`,
+    );
+  };
+  const unregister = onInterrupt(`restart worker-gpu-infer on ${pinned === undefined ? 'the latest version' : `v${pinned}`}`, restore);
+  return async () => {
+    unregister();
+    await restore();
+  };
 }

@@ -9,11 +9,21 @@ import { learnerWorkflowType } from '../workflows/contracts/learner.contract.js'
 import { warmStartWorkflowType } from '../workflows/contracts/warm-start.contract.js';
 import { errorTypes, LonghaulError } from '../workflows/contracts/errors.js';
 
+/** The first learner or warm start running on this stack other than `ownWorkflowIds`, if any. */
+export async function runningTraining(
+  client: Client,
+  ownWorkflowIds: readonly string[] = [],
+): Promise<{ workflowId: string; type: string } | undefined> {
+  const query = `ExecutionStatus = 'Running' AND WorkflowType IN ('${learnerWorkflowType}', '${warmStartWorkflowType}')`;
+  for await (const execution of client.workflow.list({ query }))
+    if (!ownWorkflowIds.includes(execution.workflowId)) return { workflowId: execution.workflowId, type: execution.type };
+  return undefined;
+}
+
 /** Refuse (exit 2) while a learner or warm start other than `ownWorkflowIds` runs on this stack. */
 export async function refuseConcurrentTraining(client: Client, ownWorkflowIds: readonly string[]): Promise<void> {
-  const query = `ExecutionStatus = 'Running' AND WorkflowType IN ('${learnerWorkflowType}', '${warmStartWorkflowType}')`;
-  for await (const execution of client.workflow.list({ query })) {
-    if (ownWorkflowIds.includes(execution.workflowId)) continue;
+  const execution = await runningTraining(client, ownWorkflowIds);
+  if (execution) {
     throw new LonghaulError(
       errorTypes.invalidInput,
       `${execution.workflowId} (${execution.type}) is training on this stack now; policy versions are global and each step publishes base + 1, so two runs training at once race for the same version numbers. Wait for it to finish, stop it (\`temporal workflow terminate -w ${execution.workflowId}\`), or train on another stack (its own LONGHAUL_HOME and ports)`,

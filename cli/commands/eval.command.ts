@@ -24,6 +24,10 @@ import { followWorkflow } from '../follow-workflow.js';
 import { preflight } from '../preflight.js';
 import { progressBar } from '../progress.js';
 import { repositoryCommit } from '../../composition/benchmark-runner.js';
+import type { Services } from '../../composition/services.js';
+import type { Config } from '../../infra/config.js';
+import type { Client } from '@temporalio/client';
+import { serveForEvaluation } from '../restart-inference.js';
 import { compareEvaluations, type EvaluationComparison } from '../../activities/evaluation/compare.js';
 
 /** The flags an evaluation takes, shared by `eval` and `schedule eval` (parseArgs options). */
@@ -187,7 +191,9 @@ observations the original saw; with greedy sampling (the default) the answers ma
 
   --dataset NAME|FILE  a question-set file in any known layout (longhaul datasets inspect FILE), or a
                        set under the data root by name, e.g. bamboogle or r1searcher_eval_set/bamboogle
-  --version V          policy version to evaluate (default: the latest registered)
+  --version V          policy version to evaluate (default: the latest registered). The gpu-infer worker
+                       serves one version: for another than the latest it is restarted on V and back on
+                       the latest afterwards (also on Ctrl-C); refused while a run trains on this stack
   -k K                 samples per question (default 1)      --limit N   the first N questions
   --concurrency C      trajectories at once (default 8)      --seed S    base seed (default 0)
   --temperature T      sampling temperature (default 0: greedy)
@@ -270,6 +276,7 @@ async function runEvaluation(request: EvaluationRequest): Promise<number> {
   const services = openServices(settings);
   try {
     let input: EvaluationInput;
+    const latest = await services.versions.latest();
     if ('reproduce' in request) {
       const original = await readEvaluationResult(services, request.reproduce, '--reproduce');
       input = reproductionInput(original, request.resultId);
@@ -277,7 +284,6 @@ async function runEvaluation(request: EvaluationRequest): Promise<number> {
         `reproducing ${request.reproduce} as ${request.resultId} (corpus ${input.corpusVersion}, policy v${input.policyVersion})`,
       );
     } else {
-      const latest = await services.versions.latest();
       if (request.version === undefined) {
         if (!latest) throw new UsageError('--version: no policy version is registered yet; run `longhaul model prepare` first');
       } else if (!(await services.versions.get(request.version))) {
@@ -289,57 +295,75 @@ async function runEvaluation(request: EvaluationRequest): Promise<number> {
       await services.blobs.put(input.datasetKey, request.text, 'application/x-ndjson');
     }
     const client = await services.client();
-    const workflowId = `evaluation-${input.resultId}`;
-    const handle = await client.workflow.start(evaluationWorkflowType, {
-      taskQueue: taskQueueName('agent', settings.taskQueuePrefix),
-      workflowId,
-      staticSummary: `evaluation ${input.resultId}: ${input.dataset}, ${input.questions} questions × ${input.k ?? 1}, v${input.policyVersion}`,
-      args: [input],
-    });
-    if (settings.temporal.embedded)
-      console.error(
-        `evaluation ${workflowId} · Web UI http://127.0.0.1:${settings.temporal.uiPort}/namespaces/${settings.temporal.namespace}/workflows/${workflowId}`,
-      );
-    const bar = progressBar('questions', input.questions);
-    const startedAt = Date.now();
-    const outcome = await followWorkflow<EvaluationOutcome, EvaluationState>(handle, {
-      query: evaluationStateQuery,
-      onState: (state) => {
-        const hours = (Date.now() - startedAt) / 3_600_000;
-        bar.update(state.done, `${state.inflight} trajectories running · ${hours > 0 ? (state.done / hours).toFixed(0) : 0} questions/h`);
-      },
-    });
-    bar.finish(`${outcome.seconds.toFixed(0)} s`);
-    console.log(
-      `${outcome.dataset}: ${outcome.questions} questions × ${outcome.k} samples, policy v${outcome.policyVersion} (${outcome.resultId})`,
+    const restore = await serveForEvaluation(client, input.policyVersion, latest?.version ?? input.policyVersion, (line) =>
+      console.error(line),
     );
-    for (const [metric, value] of Object.entries(outcome.avgAtK)) {
-      const [low, high] = outcome.avgAtKCi95[metric] ?? [value, value];
-      console.log(
-        `  ${metric.padEnd(13)} Avg@${outcome.k} ${(value * 100).toFixed(1)} [${(low * 100).toFixed(1)}, ${(high * 100).toFixed(1)}]  Pass@${outcome.k} ${((outcome.passAtK[metric] ?? 0) * 100).toFixed(1)}`,
-      );
+    try {
+      return await followEvaluation(services, client, settings, input, request.json);
+    } finally {
+      await restore?.();
     }
-    const stops = Object.entries(outcome.stopReasons)
-      .map(([reason, count]) => `${reason} ${count}`)
-      .join(', ');
-    console.log(`  turns ${outcome.meanTurns.toFixed(2)} · tool calls ${outcome.meanToolCalls.toFixed(2)} per sample · stops: ${stops}`);
-    console.log(`  result: ${outcome.resultKey}`);
-    // The gpu-infer worker serves one version (LONGHAUL_POLICY_VERSION when it started, else the latest),
-    // whatever the evaluation asks for: the stored result says which versions generated its tokens.
-    const stored = JSON.parse((await services.blobs.get(outcome.resultKey)).toString()) as { versionsUsed?: number[] };
-    const versionsUsed = stored.versionsUsed ?? [];
-    const foreign = versionsUsed.filter((used) => used !== outcome.policyVersion);
-    if (foreign.length > 0)
-      console.error(
-        `warning: the samples were generated by policy version ${versionsUsed.map((used) => `v${used}`).join(', ')}, not only v${outcome.policyVersion}: ` +
-          `the gpu-infer worker serves the version it started with. Restart it on v${outcome.policyVersion} ` +
-          `(stop worker-gpu-infer, then LONGHAUL_POLICY_VERSION=${outcome.policyVersion} longhaul up) and evaluate again; this result is kept, with its versions.`,
-      );
-    if (request.json) console.log(JSON.stringify({ ...contractLine(outcome), versions_used: versionsUsed }));
-    return foreign.length > 0 ? 1 : 0;
   } finally {
     await services.close();
   }
+}
+
+/** Start the evaluation workflow, follow it with a progress bar, print its summary; 1 when another version made its samples. */
+async function followEvaluation(
+  services: Services,
+  client: Client,
+  settings: Config,
+  input: EvaluationInput,
+  json: boolean,
+): Promise<number> {
+  const workflowId = `evaluation-${input.resultId}`;
+  const handle = await client.workflow.start(evaluationWorkflowType, {
+    taskQueue: taskQueueName('agent', settings.taskQueuePrefix),
+    workflowId,
+    staticSummary: `evaluation ${input.resultId}: ${input.dataset}, ${input.questions} questions × ${input.k ?? 1}, v${input.policyVersion}`,
+    args: [input],
+  });
+  if (settings.temporal.embedded)
+    console.error(
+      `evaluation ${workflowId} · Web UI http://127.0.0.1:${settings.temporal.uiPort}/namespaces/${settings.temporal.namespace}/workflows/${workflowId}`,
+    );
+  const bar = progressBar('questions', input.questions);
+  const startedAt = Date.now();
+  const outcome = await followWorkflow<EvaluationOutcome, EvaluationState>(handle, {
+    query: evaluationStateQuery,
+    onState: (state) => {
+      const hours = (Date.now() - startedAt) / 3_600_000;
+      bar.update(state.done, `${state.inflight} trajectories running · ${hours > 0 ? (state.done / hours).toFixed(0) : 0} questions/h`);
+    },
+  });
+  bar.finish(`${outcome.seconds.toFixed(0)} s`);
+  console.log(
+    `${outcome.dataset}: ${outcome.questions} questions × ${outcome.k} samples, policy v${outcome.policyVersion} (${outcome.resultId})`,
+  );
+  for (const [metric, value] of Object.entries(outcome.avgAtK)) {
+    const [low, high] = outcome.avgAtKCi95[metric] ?? [value, value];
+    console.log(
+      `  ${metric.padEnd(13)} Avg@${outcome.k} ${(value * 100).toFixed(1)} [${(low * 100).toFixed(1)}, ${(high * 100).toFixed(1)}]  Pass@${outcome.k} ${((outcome.passAtK[metric] ?? 0) * 100).toFixed(1)}`,
+    );
+  }
+  const stops = Object.entries(outcome.stopReasons)
+    .map(([reason, count]) => `${reason} ${count}`)
+    .join(', ');
+  console.log(`  turns ${outcome.meanTurns.toFixed(2)} · tool calls ${outcome.meanToolCalls.toFixed(2)} per sample · stops: ${stops}`);
+  console.log(`  result: ${outcome.resultKey}`);
+  // The gpu-infer worker serves one version: another version asked for was switched to above, but a worker
+  // started on another (LONGHAUL_POLICY_VERSION) still serves it; the stored result says which versions made its tokens.
+  const stored = JSON.parse((await services.blobs.get(outcome.resultKey)).toString()) as { versionsUsed?: number[] };
+  const versionsUsed = stored.versionsUsed ?? [];
+  const foreign = versionsUsed.filter((used) => used !== outcome.policyVersion);
+  if (foreign.length > 0)
+    console.error(
+      `warning: the samples were generated by policy version ${versionsUsed.map((used) => `v${used}`).join(', ')}, not only v${outcome.policyVersion}: ` +
+        `the gpu-infer worker serves the version it started with. Restart it on v${outcome.policyVersion} ` +
+        `(stop worker-gpu-infer, then LONGHAUL_POLICY_VERSION=${outcome.policyVersion} longhaul up) and evaluate again; this result is kept, with its versions.`,
+    );
+  if (json) console.log(JSON.stringify({ ...contractLine(outcome), versions_used: versionsUsed }));
+  return foreign.length > 0 ? 1 : 0;
 }
 
 /** `longhaul eval compare BEFORE AFTER`: two stored results paired by question (activities/evaluation/compare.ts). */
