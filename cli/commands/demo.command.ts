@@ -55,6 +55,7 @@ import {
   presets,
   probeTrajectory,
   rolloutTemperature,
+  trainedLabel,
   type DemoFlagValues,
   type DemoPlan,
 } from '../demo/plan.js';
@@ -689,7 +690,7 @@ warm start, a --band outside [0, 1], an empty held-out set (--heldout 0, or a --
           `${set.dataset} EM: ${stages.map((stage) => `${stage.stage} ${pct(stage.references[index]?.em ?? 0)} ${interval(stage.references[index]?.emCi95 ?? [0, 0])}`).join(' → ')}`,
         );
       console.log(
-        `RL: reward per step ${learned.history.map((stats) => `v${stats.version} ${stats.meanReward.toFixed(3)}`).join(' → ') || '(no step)'} · zero-advantage groups ${learned.zeroAdvantageGroupShare === undefined ? '-' : pct(learned.zeroAdvantageGroupShare)} % · trainer busy ${(learned.trainerBusy * 100).toFixed(0)} % · max staleness ${learned.maxStaleness}`,
+        `RL (${trainedLabel(plan.rl.hyperparameters)}): reward per step ${learned.history.map((stats) => `v${stats.version} ${stats.meanReward.toFixed(3)}`).join(' → ') || '(no step)'} · zero-advantage groups ${learned.zeroAdvantageGroupShare === undefined ? '-' : pct(learned.zeroAdvantageGroupShare)} % · trainer busy ${(learned.trainerBusy * 100).toFixed(0)} % · max staleness ${learned.maxStaleness}`,
       );
       console.log(stageTable(stageSeconds));
       console.log(`report: ${reportPath}`);

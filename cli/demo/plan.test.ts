@@ -10,6 +10,7 @@ import {
   demoTrainable,
   presets,
   probeTrajectory,
+  trainedLabel,
   warmStartTrainable,
 } from './plan.js';
 
@@ -43,6 +44,8 @@ test('the default plan and --full: sizes, sampling RL rollouts, one RL object', 
   assert.deepEqual(demoPlan({ 'sft-trainable': 'full' }).warmStart.hyperparameters.trainable, warmStartTrainable);
   assert.equal(demoPlan({ 'sft-trainable': 'full' }).warmStart.hyperparameters.learningRate, 1e-4);
   assert.deepEqual(plan.rl.hyperparameters.trainable, demoTrainable, 'RL trains the last layers by default');
+  assert.equal(trainedLabel(plan.rl.hyperparameters), 'the last 4 layers and the norm, lr 0.00002');
+  assert.equal(trainedLabel(demoPlan({ 'rl-trainable': 'full', lr: '3e-5' }).rl.hyperparameters), 'every parameter, lr 0.00003');
   assert.deepEqual(demoPlan({ 'rl-trainable': 'full' }).rl.hyperparameters.trainable, warmStartTrainable);
   assert.deepEqual(demoPlan({ 'rl-trainable': 'full' }).warmStart.hyperparameters.trainable, demoTrainable, 'each stage its own');
   assert.equal(demoPlan({ reward: 'em' }).rl.trajectory.rewardMetric, 'em');

@@ -230,6 +230,14 @@ export function parseHops(value: string | undefined, fallback: readonly number[]
 }
 
 /** The run's plan from its flags; a UsageError (exit 2) names the flag of any bad value. */
+/** What a stage's hyperparameters train and at which rate, for the summary: "every parameter, lr 2e-5". */
+export function trainedLabel(hyperparameters: Readonly<Record<string, unknown>>): string {
+  const mode = (hyperparameters.trainable as { mode?: unknown } | undefined)?.mode;
+  const what =
+    mode === 'full' ? 'every parameter' : mode === 'freeze' ? 'the last 4 layers and the norm' : String(mode ?? 'every parameter');
+  return `${what}, lr ${String(hyperparameters.learningRate)}`;
+}
+
 /** `--sft-trainable` / `--rl-trainable`: freeze (the last 4 layers and the norm, the default) or full. */
 function trainableFlag(values: DemoFlagValues, flag: 'sft-trainable' | 'rl-trainable'): 'freeze' | 'full' {
   const value = text(values[flag]) ?? 'freeze';
