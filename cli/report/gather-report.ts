@@ -150,20 +150,32 @@ async function learnerFacts(client: Client | null, home: string, runId: string, 
           finalVersion: result.finalVersion,
         };
       }
-      if (description.status.name === 'RUNNING') {
-        const state = (await handle.query(learnerStateQuery)) as LearnerState;
-        notes.push(`the learner is still running (step ${state.step}, v${state.version}): statistics so far`);
+      // A running learner answers its state query; so does one that ended otherwise (terminated by Ctrl-C, failed,
+      // timed out): a worker replays its history, so an interrupted run still shows the steps it made.
+      const running = description.status.name === 'RUNNING';
+      const state = (await handle.query(learnerStateQuery).catch((error: Error) => {
+        notes.push(
+          `the learner workflow learner-${runId} ended ${description.status.name.toLowerCase()}; its state could not be read (${error.message})`,
+        );
+        return null;
+      })) as LearnerState | null;
+      if (state) {
+        const ended = description.closeTime ? description.closeTime.getTime() : Date.now();
+        notes.push(
+          running
+            ? `the learner is still running (step ${state.step}, v${state.version}): statistics so far`
+            : `the learner workflow learner-${runId} ended ${description.status.name.toLowerCase()} after ${state.history.length} steps (v${state.version}): its statistics up to then`,
+        );
         return {
           history: state.history,
           startedAtMs,
           samplesPerHour: null,
           trainerBusy: state.trainerBusy,
           maxStaleness: state.history.length ? Math.max(...state.history.map((step) => step.maxStaleness)) : null,
-          wallSeconds: (Date.now() - startedAtMs) / 1000,
+          wallSeconds: (ended - startedAtMs) / 1000,
           finalVersion: state.version,
         };
       }
-      notes.push(`the learner workflow learner-${runId} ended ${description.status.name.toLowerCase()}`);
     } catch (error) {
       if ((error as Error).name !== 'WorkflowNotFoundError') notes.push(`learner-${runId}: ${(error as Error).message}`);
     }
