@@ -46,6 +46,7 @@ test('the default plan and --full: sizes, sampling RL rollouts, one RL object', 
   assert.deepEqual(plan.rl.hyperparameters.trainable, demoTrainable, 'RL trains the last layers by default');
   assert.equal(trainedLabel(plan.rl.hyperparameters), 'the last 4 layers and the norm, lr 0.00002');
   assert.equal(trainedLabel(demoPlan({ 'rl-trainable': 'full', lr: '3e-5' }).rl.hyperparameters), 'every parameter, lr 0.00003');
+  assert.equal(demoPlan({ 'rl-trainable': 'full' }).rl.hyperparameters.learningRate, 5e-6, 'full RL has its own, lower default rate');
   assert.deepEqual(demoPlan({ 'rl-trainable': 'full' }).rl.hyperparameters.trainable, warmStartTrainable);
   assert.deepEqual(demoPlan({ 'rl-trainable': 'full' }).warmStart.hyperparameters.trainable, demoTrainable, 'each stage its own');
   assert.equal(demoPlan({ reward: 'em' }).rl.trajectory.rewardMetric, 'em');

@@ -301,7 +301,8 @@ export function demoPlan(values: DemoFlagValues): DemoPlan {
     );
   const maxTurns = integer('max-turns', preset.maxTurns, 1, 1000);
   const maxNewTokens = integer('max-new-tokens', preset.maxNewTokens, 8, 65_536);
-  const learningRate = rateFlag(text(values.lr), 'lr', 2e-5);
+  // Full-parameter RL at 3e-5 broke the policy's output format within 4 steps (docs/BENCHMARKS.md, session 24).
+  const learningRate = rateFlag(text(values.lr), 'lr', rlTrainable === 'full' ? 5e-6 : 2e-5);
   const sftEpochs = integer('sft-epochs', preset.sftEpochs, 1, 1000);
   const sftLearningRate = rateFlag(text(values['sft-lr']), 'sft-lr', sftTrainable === 'full' ? 1e-4 : 3e-4);
   const evalK = integer('eval-k', preset.evalK, 1, 256);
