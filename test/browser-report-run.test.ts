@@ -11,13 +11,11 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { createScriptedPolicy } from './doubles/scripted-policy.js';
-import { createScriptedTools } from './doubles/scripted-tools.js';
 import { repoRoot } from '../infra/paths.js';
-import { createInProcessAgent } from '../composition/in-process-agent.js';
 import { learnerWorkflowType, type LearnerResult } from '../workflows/contracts/learner.contract.js';
 import { trajectoryWorkflowType } from '../workflows/contracts/trajectory.contract.js';
 import type { EvaluationSummary } from '../activities/ports/evaluation-result.schema.js';
+import { scriptedLearnerWorkers } from './helpers/agent-workers.js';
 import { openContext, uniquePrefix, waitUntil } from './helpers/stack.js';
 import { checkReportInBrowser } from './helpers/chromium.js';
 
@@ -49,24 +47,7 @@ test(
         }),
       );
       await context.blobs.put(`datasets/${runId}/train.jsonl`, questions.join('\n'));
-      let served = 0;
-      const workers = await createInProcessAgent({
-        config: context.config,
-        blobs: context.blobs,
-        pool: context.pool,
-        prefix: context.config.taskQueuePrefix,
-        backend: createScriptedPolicy({ version: () => served }),
-        tools: createScriptedTools(),
-        roles: ['agent', 'gpu-infer', 'tools', 'gpu-train'],
-        extraActivities: {
-          'gpu-train': {
-            trainStep: async (input: { outputVersion: number }) => {
-              served = input.outputVersion;
-              return { version: input.outputVersion, metrics: {} };
-            },
-          },
-        },
-      });
+      const workers = await scriptedLearnerWorkers(context);
       const result = await workers.run(async () => {
         const learned = (await context.client.workflow.execute(learnerWorkflowType, {
           taskQueue: context.queue('agent'),

@@ -11,10 +11,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Worker } from '@temporalio/worker';
-import { createScriptedPolicy } from './doubles/scripted-policy.js';
-import { createScriptedTools } from './doubles/scripted-tools.js';
 import { repoRoot, workflowBundlePath } from '../infra/paths.js';
-import { createInProcessAgent } from '../composition/in-process-agent.js';
 import {
   learnerStateQuery,
   learnerWorkflowType,
@@ -23,6 +20,7 @@ import {
   type LearnerState,
 } from '../workflows/contracts/learner.contract.js';
 import { loadJsonHistory } from './helpers/history.js';
+import { scriptedLearnerWorkers } from './helpers/agent-workers.js';
 import { openContext, uniquePrefix } from './helpers/stack.js';
 
 const fixture = path.join(repoRoot, '..', 'shared', 'fixtures', 'learner-lost-report.history.json');
@@ -42,24 +40,7 @@ for (const mode of ['sync', 'async'] as const satisfies readonly LearnerMode[]) 
         }),
       );
       await context.blobs.put(`${prefix}q.jsonl`, questions.join('\n'));
-      let served = 0;
-      const workers = await createInProcessAgent({
-        config: context.config,
-        blobs: context.blobs,
-        pool: context.pool,
-        prefix: context.config.taskQueuePrefix,
-        backend: createScriptedPolicy({ version: () => served }),
-        tools: createScriptedTools(),
-        roles: ['agent', 'gpu-infer', 'tools', 'gpu-train'],
-        extraActivities: {
-          'gpu-train': {
-            trainStep: async (input: { outputVersion: number }) => {
-              served = input.outputVersion;
-              return { version: input.outputVersion, metrics: {} };
-            },
-          },
-        },
-      });
+      const workers = await scriptedLearnerWorkers(context);
       const { result, state } = await workers.run(async () => {
         const handle = await context.client.workflow.start(learnerWorkflowType, {
           taskQueue: context.queue('agent'),

@@ -5,17 +5,14 @@
  * tools, a simulated train step) on the test stack, terminated after two steps.
  */
 import { test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { createScriptedPolicy } from './doubles/scripted-policy.js';
-import { createScriptedTools } from './doubles/scripted-tools.js';
-import { createInProcessAgent } from '../composition/in-process-agent.js';
 import { gatherReport } from '../cli/report/gather-report.js';
 import { createPgReportSource } from '../infra/postgres/report-source.pg.js';
 import { learnerStateQuery, learnerWorkflowType, type LearnerState } from '../workflows/contracts/learner.contract.js';
+import { scriptedLearnerWorkers } from './helpers/agent-workers.js';
 import { openContext, uniquePrefix, waitUntil } from './helpers/stack.js';
 
 test('a terminated learner keeps its step statistics in the report', { timeout: 300_000 }, async () => {
@@ -28,25 +25,8 @@ test('a terminated learner keeps its step statistics in the report', { timeout: 
       JSON.stringify({ id: `q${index}`, question: `script:{"turns":2,"answer":"result","delayMs":0}`, answers: ['result'] }),
     );
     await context.blobs.put(`datasets/${runId}/train.jsonl`, questions.join('\n'));
-    let served = 0;
-    const workers = await createInProcessAgent({
-      config: context.config,
-      blobs: context.blobs,
-      pool: context.pool,
-      prefix: context.config.taskQueuePrefix,
-      backend: createScriptedPolicy({ version: () => served }),
-      tools: createScriptedTools(),
-      roles: ['agent', 'gpu-infer', 'tools', 'gpu-train'],
-      extraActivities: {
-        'gpu-train': {
-          trainStep: async (input: { outputVersion: number }) => {
-            served = input.outputVersion;
-            await sleep(300); // a step takes a while, so the learner is still running when the test stops it
-            return { version: input.outputVersion, metrics: { proximalSeconds: 0.5 } };
-          },
-        },
-      },
-    });
+    // A step takes a while, so the learner is still running when the test stops it.
+    const workers = await scriptedLearnerWorkers(context, { stepDelayMs: 300, metrics: { proximalSeconds: 0.5 } });
     const model = await workers.run(async () => {
       const handle = await context.client.workflow.start(learnerWorkflowType, {
         taskQueue: context.queue('agent'),
