@@ -244,8 +244,8 @@ model knows without tools (16, the synthesizer's default, costs 4× the tokens);
 trajectories (G = 4) training the last 4 layers; ≤ 6 turns × 48 tokens; evaluation k = 1, greedy. A
 per-stage wall-time table ends the summary.
 --full: 1- and 2-hop questions with one fuzz, 160 candidates per hop count, ≥ 200 held-out
-(--heldout 200), 24 warm-start, 32 training candidates, the band probe (k = 4), 6 RL steps, ≤ 8
-turns, and the outside reference sets of LONGHAUL_DATA_ROOT (Bamboogle, HotpotQA, 2Wiki, MuSiQue;
+(--heldout 200), 24 warm-start, 32 training candidates, the band probe (k = 4), 6 RL steps training
+every parameter at lr 5e-6 (--rl-trainable full), ≤ 8 turns, and the outside reference sets of LONGHAUL_DATA_ROOT (Bamboogle, HotpotQA, 2Wiki, MuSiQue;
 --reference-limit 20 each) at every stage.
 
 Resumable: the run's plan and each finished phase are kept in LONGHAUL_HOME/demo-runs/<run>.json, and
@@ -272,8 +272,8 @@ terminates them; an evaluation then keeps the questions it had scored).
   --sft-epochs N         passes over the gold paths (default ${presets.default.sftEpochs})
   --sft-trainable MODE   freeze (the last 4 layers and the norm, default; --sft-lr 3e-4) or full
                          (every parameter, --sft-lr 1e-4: ~2× the seconds per update, 5.2 GiB)
-  --rl-trainable MODE    what RL trains: freeze (the last 4 layers and the norm, default) or full
-                         (every parameter, --lr 5e-6: at 3e-5 the policy lost its output format within
+  --rl-trainable MODE    what RL trains: freeze (the last 4 layers and the norm, the default's) or full
+                         (every parameter, the default of --full, --lr 5e-6: at 3e-5 the policy lost its output format within
                          4 steps; ~6 min a step of 16 here, 7.2 GiB)
   --band LOW,HIGH        the learnable band: LOW < pass rate < HIGH, both in [0, 1] (default 0,1),
                          for the probe and the curriculum alike

@@ -58,6 +58,9 @@ test('the default plan and --full: sizes, sampling RL rollouts, one RL object', 
   assert.deepEqual(full.synthesis.hops, [1, 2]);
   assert.equal(full.references.sets.length, 4);
   assert.equal(full.references.limit, 20);
+  assert.deepEqual(full.rl.hyperparameters.trainable, warmStartTrainable, '--full: RL trains every parameter');
+  assert.equal(full.rl.hyperparameters.learningRate, 5e-6);
+  assert.deepEqual(demoPlan({ full: true, 'rl-trainable': 'freeze' }).rl.hyperparameters.trainable, demoTrainable);
   assert.ok(
     full.synthesis.candidatesPerHop * full.synthesis.hops.length >= full.split.heldOut + full.split.warmStart + full.split.candidates,
   );

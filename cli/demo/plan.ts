@@ -165,6 +165,8 @@ export const presets = {
     steps: 2,
     batch: 8,
     group: 4,
+    // The last 4 layers: a full-parameter RL step takes ~4× as long here (docs/BENCHMARKS.md, session 24).
+    rlTrainable: 'freeze',
     maxTurns: 6,
     maxNewTokens: 48,
     evalK: 1,
@@ -186,6 +188,10 @@ export const presets = {
     steps: 6,
     batch: 8,
     group: 4,
+    // Every parameter: the only RL in this project whose held-out EM rose (v9 → v59: +4.3 greedy, +4.6
+    // [+0.7, +9.6] Avg@4 at T = 0.7, while the 4-layer tail on the same questions fell 4.3; docs/BENCHMARKS.md,
+    // session 24), at lr 5e-6.
+    rlTrainable: 'full',
     maxTurns: 8,
     maxNewTokens: 48,
     evalK: 1,
@@ -238,9 +244,9 @@ export function trainedLabel(hyperparameters: Readonly<Record<string, unknown>>)
   return `${what}, lr ${String(hyperparameters.learningRate)}`;
 }
 
-/** `--sft-trainable` / `--rl-trainable`: freeze (the last 4 layers and the norm, the default) or full. */
-function trainableFlag(values: DemoFlagValues, flag: 'sft-trainable' | 'rl-trainable'): 'freeze' | 'full' {
-  const value = text(values[flag]) ?? 'freeze';
+/** `--sft-trainable` / `--rl-trainable`: freeze (the last 4 layers and the norm) or full. */
+function trainableFlag(values: DemoFlagValues, flag: 'sft-trainable' | 'rl-trainable', fallback: 'freeze' | 'full'): 'freeze' | 'full' {
+  const value = text(values[flag]) ?? fallback;
   if (value !== 'full' && value !== 'freeze')
     throw new UsageError(`--${flag} expects freeze (the last 4 layers and the norm) or full (every parameter), got "${String(value)}"`);
   return value;
@@ -286,8 +292,8 @@ export function demoPlan(values: DemoFlagValues): DemoPlan {
   const temperature = numberIn(values.temperature, 'temperature', demoRolloutTemperature, 0, 5);
   if (temperature === 0)
     throw new UsageError('--temperature 0 is greedy: every sample of a group is the same text and RL gets no signal; give e.g. 0.7');
-  const sftTrainable = trainableFlag(values, 'sft-trainable');
-  const rlTrainable = trainableFlag(values, 'rl-trainable');
+  const sftTrainable = trainableFlag(values, 'sft-trainable', 'freeze');
+  const rlTrainable = trainableFlag(values, 'rl-trainable', preset.rlTrainable);
   if (values['fresh-synthesis'] === true && datasetFile !== null)
     throw new UsageError('--fresh-synthesis has no effect with --dataset (nothing is synthesized); leave one out');
   const steps = integer('steps', preset.steps, 1, 100_000);
