@@ -1,12 +1,15 @@
 /**
- * Transfer by freezing (issue 13 item 6): one start version, one training set, one warm-start budget
- * (same gold paths, seed, epochs, batch, learning rate), trained once per trainable mode — the last N
- * layers with the rest frozen, LoRA of rank r, full fine-tuning — each result evaluated through the
- * `evaluation` workflow on the same held-out questions (Avg@k with its 95 % bootstrap interval), and
- * compared with full fine-tuning question by question (paired difference, bootstrap interval over
- * questions). Cost per mode comes from the engine's own metrics: update seconds per optimizer step,
- * trainable parameters, peak RSS of the engine process. The result is stored in benchmark_results
- * (benchmark "transfer", id = the run id), where `longhaul report --run <id>` finds it.
+ * Transfer by freezing (issue 13 item 6): one start version, one training set, one budget, trained
+ * once per trainable mode — the last N layers with the rest frozen, LoRA of rank r, full fine-tuning —
+ * each result evaluated through the `evaluation` workflow on the same held-out questions (Avg@k with its
+ * 95 % bootstrap interval), and compared with full fine-tuning question by question (paired difference,
+ * bootstrap interval over questions). Two stages: "sft" (the warm start: same gold paths, seed, epochs,
+ * batch, learning rate) and "rl" (the learner: same questions in the same order, steps, batch, group,
+ * temperature, reward, learning rate; the start version is evaluated too, and each mode is also compared
+ * with it: the RL gain). Cost per mode comes from the engine's own metrics (the warm start's result, or
+ * the manifests of the versions the learner published): update seconds per optimizer step, trainable
+ * parameters, peak RSS of the engine process. The result is stored in benchmark_results (benchmark
+ * "transfer", id = the run id), where `longhaul report --run <id>` finds it.
  */
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -26,9 +29,16 @@ import {
   type EvaluationOutcome,
   type EvaluationState,
 } from '../workflows/contracts/evaluation.contract.js';
-import type { QuestionRow } from '../workflows/contracts/learner.contract.js';
+import {
+  learnerStateQuery,
+  learnerWorkflowType,
+  type LearnerInput,
+  type LearnerResult,
+  type LearnerState,
+  type QuestionRow,
+} from '../workflows/contracts/learner.contract.js';
 import type { QueueRole } from '../workflows/contracts/queues.js';
-import type { TrajectorySettings } from '../workflows/contracts/trajectory.contract.js';
+import type { RewardMetric, TrajectorySettings } from '../workflows/contracts/trajectory.contract.js';
 import {
   warmStartStateQuery,
   warmStartWorkflowType,
@@ -40,6 +50,9 @@ import {
 export const transferBenchmarkName = 'transfer';
 
 export const transferModeNames = ['freeze', 'lora', 'full'] as const;
+/** What each mode trains: the warm start (gold paths, sftStep) or RL (the learner, trainStep). */
+export const transferStages = ['sft', 'rl'] as const;
+export type TransferStage = (typeof transferStages)[number];
 export type TransferModeName = (typeof transferModeNames)[number];
 
 export interface TransferMode {
@@ -100,23 +113,51 @@ export interface TransferModeResult {
   /** This mode's EM minus full fine-tuning's, question by question (0 with [0, 0] for full itself). */
   readonly em_vs_full: number;
   readonly em_vs_full_ci95: readonly [number, number];
+  /** Stage "rl": this mode's EM minus the start version's, question by question (the RL gain). */
+  readonly em_vs_start?: number;
+  readonly em_vs_start_ci95?: readonly [number, number];
+  /** Stage "rl": the learner's share of settled groups with zero advantage, and its trainer-busy fraction. */
+  readonly zero_advantage_group_share?: number | null;
+  readonly trainer_busy?: number;
+  /** Stage "rl": the mean rollout reward of the first and the last training step. */
+  readonly reward_first_step?: number;
+  readonly reward_last_step?: number;
+}
+
+/** Stage "rl": the start version's own evaluation, the baseline of every mode's RL gain. */
+export interface TransferStartResult {
+  readonly version: number;
+  readonly evaluation: string;
+  readonly em: number;
+  readonly em_ci95: readonly [number, number];
+  readonly f1: number | null;
 }
 
 export interface TransferResult {
   readonly benchmark: typeof transferBenchmarkName;
   readonly run_id: string;
+  /** Absent in results stored before the RL stage: "sft". */
+  readonly stage?: TransferStage;
   readonly start_version: number;
   readonly train_questions: number;
   readonly heldout_dataset: string;
   readonly heldout_questions: number;
   readonly k: number;
   readonly budget: {
-    readonly epochs: number;
+    /** Stage "sft". */
+    readonly epochs?: number;
+    /** Stage "rl": training steps, samples per question, rollout temperature, reward. */
+    readonly steps?: number;
+    readonly group?: number;
+    readonly temperature?: number;
+    readonly reward?: RewardMetric;
     readonly batch: number;
     readonly micro_batch: number;
     readonly learning_rate: number;
     readonly seed: number;
   };
+  /** Stage "rl": the start version evaluated alike. */
+  readonly start?: TransferStartResult;
   readonly modes: readonly TransferModeResult[];
   readonly seconds: number;
 }
@@ -129,6 +170,8 @@ export interface TransferDependencies {
   readonly results: BenchmarkResultStore;
   /** Make the gpu-infer side serve `version` (restart the worker, or a weight sync). */
   readonly serveVersion: (version: number) => Promise<void>;
+  /** Stage "rl": cancel the trajectories a finished learner run left generating; resolves to how many. */
+  readonly cancelLeftoverRollouts?: (runId: string) => Promise<number>;
   /** One line of progress (stderr in the CLI). */
   readonly log: (line: string) => void;
 }
@@ -140,20 +183,39 @@ export interface TransferOptions {
   readonly train: readonly QuestionRow[];
   readonly heldOut: { readonly name: string; readonly rows: readonly QuestionRow[] };
   readonly modes: readonly TransferMode[];
+  /** @default "sft" */
+  readonly stage?: TransferStage;
   readonly budget: {
+    /** Warm-start epochs (stage "sft"). */
     readonly epochs: number;
+    /** Trajectories per optimizer step (sft) or per training step (rl: a multiple of rl.group). */
     readonly batch: number;
     readonly microBatch: number;
     readonly learningRate: number;
     readonly seed: number;
   };
-  /** Trajectory limits of the warm-start replays and of the evaluation samples. */
+  /** Stage "rl": the learner's budget, the same for every mode. */
+  readonly rl?: TransferRlBudget;
+  /** Trajectory limits of the warm-start replays, the RL rollouts and the evaluation samples (greedy unless set). */
   readonly trajectory: TrajectorySettings;
   readonly k: number;
   readonly concurrency: number;
   /** Flags as given, stored with the result. */
   readonly args: readonly string[];
   readonly commit?: string;
+}
+
+/** Stage "rl": the learner's steps and rollouts, the same for every mode. */
+export interface TransferRlBudget {
+  readonly steps: number;
+  /** Samples per question (G). */
+  readonly group: number;
+  /** Max staleness in versions. */
+  readonly eta: number;
+  readonly temperature: number;
+  readonly reward: RewardMetric;
+  /** Train on groups whose rewards are all equal too (dropped otherwise). */
+  readonly keepEqualGroups: boolean;
 }
 
 /** Follow a workflow to its end, logging its state (as `describe` words it) whenever that changes. */
@@ -205,10 +267,43 @@ export function warmStartInputFor(options: TransferOptions, mode: TransferMode, 
   };
 }
 
-/** The evaluation input of one mode's trained version (greedy unless the trajectory settings say otherwise). */
-export function evaluationInputFor(options: TransferOptions, mode: TransferMode, version: number, datasetVersion: string): EvaluationInput {
+/**
+ * The learner input of one mode (stage "rl"; also checked by the CLI's preflight): every question once in
+ * file order, the rollouts at the RL temperature, the mode's trainable parameters.
+ */
+export function learnerInputFor(options: TransferOptions, mode: TransferMode, startVersion: number, datasetKey: string): LearnerInput {
+  const rl = options.rl;
+  if (!rl) throw new Error('rl: stage "rl" needs its budget (steps, group, eta, temperature, reward)');
   return {
-    resultId: `${options.runId}-${mode.mode}`,
+    runId: `${options.runId}-${mode.mode}`,
+    datasetKey,
+    startVersion,
+    settings: {
+      mode: 'async',
+      maxSteps: rl.steps,
+      batchSize: options.budget.batch,
+      groupSize: rl.group,
+      eta: rl.eta,
+      maxInflight: 2 * options.budget.batch,
+      dropEqualRewardGroups: !rl.keepEqualGroups,
+    },
+    trajectory: {
+      ...options.trajectory,
+      options: { ...options.trajectory.options, temperature: rl.temperature },
+      rewardMetric: rl.reward,
+    },
+    hyperparameters: {
+      learningRate: options.budget.learningRate,
+      microBatchSize: options.budget.microBatch,
+      trainable: mode.trainable,
+    },
+  };
+}
+
+/** The evaluation input of a version (`name`: the mode, or "start"), greedy unless the trajectory settings say otherwise. */
+export function evaluationInputFor(options: TransferOptions, name: string, version: number, datasetVersion: string): EvaluationInput {
+  return {
+    resultId: `${options.runId}-${name}`,
     datasetKey: evaluationKeys.dataset(datasetVersion),
     dataset: options.heldOut.name,
     datasetVersion,
@@ -223,12 +318,121 @@ export function evaluationInputFor(options: TransferOptions, mode: TransferMode,
   };
 }
 
+/** One mode trained: its start copy, the version it ended at, and the engine metrics of each training step. */
+interface TrainedMode {
+  readonly mode: TransferMode;
+  readonly startVersion: number;
+  readonly finalVersion: number;
+  readonly metrics: readonly Readonly<Record<string, unknown>>[];
+  readonly trainSeconds: number;
+  readonly kept: number;
+  readonly learner?: LearnerResult;
+}
+
+/** Stage "sft": the mode's warm start (gold replays, then sftStep) from its own copy of the start version. */
+async function warmStartMode(
+  deps: TransferDependencies,
+  options: TransferOptions,
+  mode: TransferMode,
+  trainKey: string,
+  gold: number,
+  elapsed: () => string,
+): Promise<TrainedMode> {
+  const { version: startVersion, forkedFrom } = await runStartVersion(deps.versions, options.startVersion);
+  deps.log(
+    `▶ ${mode.mode}: ${mode.label}, from v${startVersion}${forkedFrom === null ? '' : ` (v${forkedFrom} registered again: versions only grow)`} (${elapsed()})`,
+  );
+  const input = warmStartInputFor(options, mode, startVersion, trainKey);
+  const handle = await deps.client.workflow.start(warmStartWorkflowType, {
+    taskQueue: deps.queue('agent'),
+    workflowId: `warm-start-${input.runId}`,
+    staticSummary: `transfer ${options.runId}: warm start, ${mode.mode} (${mode.label})`,
+    args: [input],
+  });
+  const result = await follow<WarmStartResult, WarmStartState>(
+    handle,
+    warmStartStateQuery,
+    (state) =>
+      `  ${mode.mode}: ${state.phase}, ${state.finished}/${gold} gold paths replayed, ${state.kept} kept${state.phase === 'training' ? ' · sftStep running' : ''}`,
+    deps.log,
+  );
+  if (result.steps.length === 0)
+    throw new Error(`${mode.mode}: the warm start kept no trajectory (no gold path earned its reward); nothing was trained`);
+  const step = result.steps.at(-1)!;
+  deps.log(
+    `  ${mode.mode} → v${result.finalVersion}: ${String(step.metrics.trainableParameters ?? '?')} trainable parameters, ${step.trainSeconds.toFixed(1)} s in sftStep (${elapsed()})`,
+  );
+  return {
+    mode,
+    startVersion,
+    finalVersion: result.finalVersion,
+    metrics: result.steps.map((entry) => entry.metrics),
+    trainSeconds: result.steps.reduce((total, entry) => total + entry.trainSeconds, 0),
+    kept: result.kept,
+  };
+}
+
+/**
+ * Stage "rl": the learner from the mode's own copy of the start version (served before it starts, so its
+ * rollouts are that version's), over the same questions in the same order as every other mode.
+ */
+async function reinforceMode(
+  deps: TransferDependencies,
+  options: TransferOptions,
+  mode: TransferMode,
+  trainKey: string,
+  elapsed: () => string,
+): Promise<TrainedMode> {
+  const { version: startVersion, forkedFrom } = await runStartVersion(deps.versions, options.startVersion);
+  const input = learnerInputFor(options, mode, startVersion, trainKey);
+  deps.log(
+    `▶ ${mode.mode}: RL of ${mode.label}, ${options.rl!.steps} step${options.rl!.steps === 1 ? '' : 's'} of ${options.budget.batch}, from v${startVersion}${forkedFrom === null ? '' : ` (v${forkedFrom} registered again: versions only grow)`} (${elapsed()})`,
+  );
+  await deps.serveVersion(startVersion);
+  const handle = await deps.client.workflow.start(learnerWorkflowType, {
+    taskQueue: deps.queue('agent'),
+    workflowId: `learner-${input.runId}`,
+    staticSummary: `transfer ${options.runId}: RL, ${mode.mode} (${mode.label})`,
+    args: [input],
+  });
+  const result = await follow<LearnerResult, LearnerState>(
+    handle,
+    learnerStateQuery,
+    (state) =>
+      `  ${mode.mode}: step ${state.step}/${options.rl!.steps}, v${state.version}, ${state.inflight} in flight, ${state.ready} ready${state.training ? ' · training' : ''}`,
+    deps.log,
+  );
+  const cancelled = (await deps.cancelLeftoverRollouts?.(input.runId)) ?? 0;
+  // The engine's metrics of each step are kept in the manifest of the version it published.
+  const metrics: Readonly<Record<string, unknown>>[] = [];
+  for (let version = startVersion + 1; version <= result.finalVersion; version += 1) {
+    const training = (await deps.versions.get(version))?.manifest.training as { metrics?: Record<string, unknown> } | undefined;
+    if (training?.metrics) metrics.push(training.metrics);
+  }
+  const rewards = result.history.map((step) => step.meanReward);
+  deps.log(
+    `  ${mode.mode} → v${result.finalVersion}: ${result.steps} step${result.steps === 1 ? '' : 's'}, rollout reward ${rewards.map((reward) => reward.toFixed(3)).join(' → ')}, trainer busy ${(result.trainerBusy * 100).toFixed(0)} %${cancelled ? `, ${cancelled} leftover rollouts cancelled` : ''} (${elapsed()})`,
+  );
+  return {
+    mode,
+    startVersion,
+    finalVersion: result.finalVersion,
+    metrics,
+    trainSeconds: result.history.reduce((total, step) => total + step.trainSeconds, 0),
+    kept: result.consumed,
+    learner: result,
+  };
+}
+
 export async function runTransferBenchmark(deps: TransferDependencies, options: TransferOptions): Promise<TransferResult> {
   const startedAt = Date.now();
   const { log, client } = deps;
+  const stage = options.stage ?? 'sft';
   const elapsed = () => `${((Date.now() - startedAt) / 1000).toFixed(0)} s`;
   const withGold = options.train.filter((row) => row.goldTurns?.length);
-  if (withGold.length === 0) throw new Error('train: no question has goldTurns; the warm start replays gold paths');
+  if (stage === 'sft' && withGold.length === 0) throw new Error('train: no question has goldTurns; the warm start replays gold paths');
+  if (stage === 'rl' && !options.rl) throw new Error('rl: stage "rl" needs its budget (steps, group, eta, temperature, reward)');
+  if (options.train.length === 0) throw new Error('train: the training set is empty');
   if (options.heldOut.rows.length === 0) throw new Error('heldOut: the held-out set is empty');
   if (!options.modes.some((mode) => mode.mode === 'full')) throw new Error('modes: full fine-tuning is the reference and must be run');
 
@@ -238,117 +442,116 @@ export async function runTransferBenchmark(deps: TransferDependencies, options: 
   const datasetVersion = createHash('sha256').update(heldOutText).digest('hex');
   await deps.blobs.put(evaluationKeys.dataset(datasetVersion), heldOutText, 'application/x-ndjson');
 
-  // 1. Train: the gold paths are replayed under the start version (the same tokens and observations for
-  // every mode), then each mode fine-tunes its own copy of the start version with the same budget.
-  log(`▶ serving the start version v${options.startVersion} for the gold replays (${elapsed()})`);
-  await deps.serveVersion(options.startVersion);
-  const trained: { mode: TransferMode; startVersion: number; result: WarmStartResult }[] = [];
-  for (const mode of options.modes) {
-    const { version: startVersion, forkedFrom } = await runStartVersion(deps.versions, options.startVersion);
-    log(
-      `▶ ${mode.mode}: ${mode.label}, from v${startVersion}${forkedFrom === null ? '' : ` (v${forkedFrom} registered again: versions only grow)`} (${elapsed()})`,
-    );
-    const input = warmStartInputFor(options, mode, startVersion, trainKey);
-    const handle = await client.workflow.start(warmStartWorkflowType, {
-      taskQueue: deps.queue('agent'),
-      workflowId: `warm-start-${input.runId}`,
-      staticSummary: `transfer ${options.runId}: warm start, ${mode.mode} (${mode.label})`,
-      args: [input],
-    });
-    const result = await follow<WarmStartResult, WarmStartState>(
-      handle,
-      warmStartStateQuery,
-      (state) =>
-        `  ${mode.mode}: ${state.phase}, ${state.finished}/${withGold.length} gold paths replayed, ${state.kept} kept${state.phase === 'training' ? ' · sftStep running' : ''}`,
-      log,
-    );
-    if (result.steps.length === 0)
-      throw new Error(`${mode.mode}: the warm start kept no trajectory (no gold path earned its reward); nothing was trained`);
-    const step = result.steps.at(-1)!;
-    log(
-      `  ${mode.mode} → v${result.finalVersion}: ${String(step.metrics.trainableParameters ?? '?')} trainable parameters, ${step.trainSeconds.toFixed(1)} s in sftStep (${elapsed()})`,
-    );
-    trained.push({ mode, startVersion, result });
+  // 1. Train each mode from its own copy of the start version with the same budget. The warm start
+  // replays the gold paths under the start version (the same tokens and observations for every mode);
+  // RL serves each mode's copy before its learner starts.
+  const trained: TrainedMode[] = [];
+  if (stage === 'sft') {
+    log(`▶ serving the start version v${options.startVersion} for the gold replays (${elapsed()})`);
+    await deps.serveVersion(options.startVersion);
   }
-
-  // 2. Evaluate each trained version on the same held-out questions, through the evaluation workflow.
-  const evaluated: { em: PerQuestionScore[]; outcome: EvaluationOutcome }[] = [];
-  for (const { mode, result } of trained) {
-    log(
-      `▶ evaluating ${mode.mode} (v${result.finalVersion}) on ${options.heldOut.rows.length} held-out questions × ${options.k} (${elapsed()})`,
+  for (const mode of options.modes)
+    trained.push(
+      stage === 'sft'
+        ? await warmStartMode(deps, options, mode, trainKey, withGold.length, elapsed)
+        : await reinforceMode(deps, options, mode, trainKey, elapsed),
     );
-    await deps.serveVersion(result.finalVersion);
-    const input = evaluationInputFor(options, mode, result.finalVersion, datasetVersion);
-    const resultId = input.resultId;
+
+  // 2. Evaluate each trained version (and for RL the start version first) on the same held-out questions.
+  const evaluate = async (name: string, version: number) => {
+    log(`▶ evaluating ${name} (v${version}) on ${options.heldOut.rows.length} held-out questions × ${options.k} (${elapsed()})`);
+    await deps.serveVersion(version);
+    const input = evaluationInputFor(options, name, version, datasetVersion);
     const handle = await client.workflow.start(evaluationWorkflowType, {
       taskQueue: deps.queue('agent'),
-      workflowId: `evaluation-${resultId}`,
-      staticSummary: `transfer ${options.runId}: evaluation of ${mode.mode} (v${result.finalVersion})`,
+      workflowId: `evaluation-${input.resultId}`,
+      staticSummary: `transfer ${options.runId}: evaluation of ${name} (v${version})`,
       args: [input],
     });
     const outcome = await follow<EvaluationOutcome, EvaluationState>(
       handle,
       evaluationStateQuery,
-      (state) => `  ${mode.mode}: ${state.done}/${state.questions} questions scored, ${state.inflight} trajectories running`,
+      (state) => `  ${name}: ${state.done}/${state.questions} questions scored, ${state.inflight} trajectories running`,
       log,
     );
     const stored = evaluationResultSchema.parse(JSON.parse((await deps.blobs.get(outcome.resultKey)).toString('utf8')));
-    const em = questionScores(stored, 'em');
     log(
-      `  ${mode.mode}: EM Avg@${outcome.k} ${(outcome.avgAtK.em ?? 0).toFixed(3)} [${(outcome.avgAtKCi95.em?.[0] ?? 0).toFixed(3)}, ${(outcome.avgAtKCi95.em?.[1] ?? 0).toFixed(3)}] (${elapsed()})`,
+      `  ${name}: EM Avg@${outcome.k} ${(outcome.avgAtK.em ?? 0).toFixed(3)} [${(outcome.avgAtKCi95.em?.[0] ?? 0).toFixed(3)}, ${(outcome.avgAtKCi95.em?.[1] ?? 0).toFixed(3)}] (${elapsed()})`,
     );
-    evaluated.push({ em, outcome });
-  }
+    return { em: questionScores(stored, 'em'), outcome };
+  };
+  const emOf = (outcome: EvaluationOutcome) => ({
+    em: outcome.avgAtK.em ?? 0,
+    em_ci95: outcome.avgAtKCi95.em ?? ([outcome.avgAtK.em ?? 0, outcome.avgAtK.em ?? 0] as const),
+    f1: outcome.avgAtK.f1_flashrag ?? null,
+  });
+  const start = stage === 'rl' ? await evaluate('start', options.startVersion) : null;
+  const evaluated: { em: PerQuestionScore[]; outcome: EvaluationOutcome }[] = [];
+  for (const { mode, finalVersion } of trained) evaluated.push(await evaluate(mode.mode, finalVersion));
 
-  // 3. Side by side, each against full fine-tuning on the same questions.
+  // 3. Side by side, each against full fine-tuning (and for RL against the start) on the same questions.
   const fullIndex = trained.findIndex(({ mode }) => mode.mode === 'full');
-  const modes = trained.map(({ mode, startVersion, result }, index): TransferModeResult => {
+  const modes = trained.map((entry, index): TransferModeResult => {
+    const { mode, startVersion, finalVersion, metrics, learner } = entry;
     const { em, outcome } = evaluated[index]!;
-    const metrics = result.steps.map((step) => step.metrics);
     const sum = (field: string) => {
-      const values = metrics.map((entry) => numberOr(entry[field]));
-      return values.every((value) => value !== null) ? values.reduce((total, value) => total + value!, 0) : null;
+      const values = metrics.map((step) => numberOr(step[field]));
+      return values.length > 0 && values.every((value) => value !== null) ? values.reduce((total, value) => total + value!, 0) : null;
     };
     const steps = sum('optimizerSteps');
     const updateSeconds = sum('updateSeconds');
-    const rss = metrics.map((entry) => numberOr(entry.peakRssBytes)).filter((value) => value !== null);
+    const rss = metrics.map((step) => numberOr(step.peakRssBytes)).filter((value) => value !== null);
     const difference = pairedDifference(evaluated[fullIndex]!.em, em, options.budget.seed);
+    const gain = start ? pairedDifference(start.em, em, options.budget.seed) : null;
     return {
       mode: mode.mode,
       label: mode.label,
       trainable: mode.trainable,
       start_version: startVersion,
-      version: result.finalVersion,
+      version: finalVersion,
       trainable_parameters: numberOr(metrics.at(-1)?.trainableParameters),
       optimizer_steps: steps,
       update_seconds_per_step: steps && updateSeconds !== null ? updateSeconds / steps : null,
-      train_seconds: result.steps.reduce((total, step) => total + step.trainSeconds, 0),
+      train_seconds: entry.trainSeconds,
       peak_rss_mb: rss.length ? Math.max(...rss) / 2 ** 20 : null,
       final_loss: numberOr(metrics.at(-1)?.loss),
-      kept_trajectories: result.kept,
+      kept_trajectories: entry.kept,
       evaluation: outcome.resultId,
-      em: outcome.avgAtK.em ?? 0,
-      em_ci95: outcome.avgAtKCi95.em ?? [outcome.avgAtK.em ?? 0, outcome.avgAtK.em ?? 0],
-      f1: outcome.avgAtK.f1_flashrag ?? null,
+      ...emOf(outcome),
       em_vs_full: difference.mean,
       em_vs_full_ci95: difference.ci95,
+      ...(gain ? { em_vs_start: gain.mean, em_vs_start_ci95: gain.ci95 } : {}),
+      ...(learner
+        ? {
+            zero_advantage_group_share: learner.zeroAdvantageGroupShare ?? null,
+            trainer_busy: learner.trainerBusy,
+            ...(learner.history.length
+              ? { reward_first_step: learner.history[0]!.meanReward, reward_last_step: learner.history.at(-1)!.meanReward }
+              : {}),
+          }
+        : {}),
     };
   });
+  const rl = options.rl;
   const transfer: TransferResult = {
     benchmark: transferBenchmarkName,
     run_id: options.runId,
+    stage,
     start_version: options.startVersion,
     train_questions: options.train.length,
     heldout_dataset: options.heldOut.name,
     heldout_questions: options.heldOut.rows.length,
     k: options.k,
     budget: {
-      epochs: options.budget.epochs,
+      ...(stage === 'sft'
+        ? { epochs: options.budget.epochs }
+        : { steps: rl!.steps, group: rl!.group, temperature: rl!.temperature, reward: rl!.reward }),
       batch: options.budget.batch,
       micro_batch: options.budget.microBatch,
       learning_rate: options.budget.learningRate,
       seed: options.budget.seed,
     },
+    ...(start ? { start: { version: options.startVersion, evaluation: start.outcome.resultId, ...emOf(start.outcome) } } : {}),
     modes,
     seconds: (Date.now() - startedAt) / 1000,
   };
@@ -376,24 +579,45 @@ export function readTransferResult(value: unknown): TransferResult | null {
       typeof row.mode !== 'string' ||
       !numbers(row, ['version', 'em', 'em_vs_full', 'train_seconds']) ||
       !pair(row.em_ci95) ||
-      !pair(row.em_vs_full_ci95)
+      !pair(row.em_vs_full_ci95) ||
+      (row.em_vs_start !== undefined && (typeof row.em_vs_start !== 'number' || !pair(row.em_vs_start_ci95)))
     )
       return null;
+  if (result.stage !== undefined && !(transferStages as readonly string[]).includes(result.stage)) return null;
+  const start = result.start as unknown as Record<string, unknown> | undefined;
+  if (start !== undefined && (start === null || !numbers(start, ['version', 'em']) || !pair(start.em_ci95))) return null;
   return result as TransferResult;
+}
+
+/** The budget in words, the same for every mode: "3 epochs, batch 4, lr 0.0001, seed 0" or, for RL, "4 steps of 16 (G = 4, T = 0.7, reward f1_format), lr 5e-6, seed 0". */
+export function transferBudgetText(result: TransferResult): string {
+  const { budget } = result;
+  const what =
+    (result.stage ?? 'sft') === 'rl'
+      ? `${String(budget.steps)} step${budget.steps === 1 ? '' : 's'} of ${budget.batch} (G = ${String(budget.group)}, T = ${String(budget.temperature)}, reward ${String(budget.reward)})`
+      : `${String(budget.epochs)} epochs, batch ${budget.batch}`;
+  return `${what}, micro-batch ${budget.micro_batch}, lr ${budget.learning_rate}, seed ${budget.seed}`;
 }
 
 /** The side-by-side table as text lines (the CLI's output without --json). */
 export function formatTransfer(result: TransferResult): string[] {
   const percent = (value: number) => `${(value * 100).toFixed(1)}`;
   const signed = (value: number) => `${value >= 0 ? '+' : ''}${percent(value)}`;
+  const interval = (value: number, ci95: readonly [number, number]) => `${signed(value)} [${signed(ci95[0])}, ${signed(ci95[1])}]`;
+  const rl = (result.stage ?? 'sft') === 'rl';
   const lines = [
-    `transfer ${result.run_id}: from v${result.start_version}, ${result.train_questions} training questions, ${result.heldout_questions} held-out (${result.heldout_dataset}) × ${result.k}; ` +
-      `budget ${result.budget.epochs} epochs, batch ${result.budget.batch}, lr ${result.budget.learning_rate}, seed ${result.budget.seed}`,
-    `${'mode'.padEnd(7)} ${'version'.padEnd(9)} ${'trainable'.padStart(12)} ${'s/step'.padStart(8)} ${'peak RSS'.padStart(9)} ${'EM % [95 % CI]'.padEnd(20)} vs full [95 % CI]`,
+    `transfer ${result.run_id} (${rl ? 'RL' : 'warm start'}): from v${result.start_version}, ${result.train_questions} training questions, ${result.heldout_questions} held-out (${result.heldout_dataset}) × ${result.k}; ` +
+      `budget ${transferBudgetText(result)}`,
+    ...(result.start
+      ? [
+          `start v${result.start.version}: EM ${percent(result.start.em)} [${percent(result.start.em_ci95[0])}, ${percent(result.start.em_ci95[1])}]`,
+        ]
+      : []),
+    `${'mode'.padEnd(7)} ${'version'.padEnd(9)} ${'trainable'.padStart(12)} ${'s/step'.padStart(8)} ${'peak RSS'.padStart(9)} ${'EM % [95 % CI]'.padEnd(20)} ${'vs full [95 % CI]'.padEnd(24)}${rl ? ' vs start [95 % CI]' : ''}`,
   ];
   for (const row of result.modes)
     lines.push(
-      `${row.mode.padEnd(7)} ${`v${row.version}`.padEnd(9)} ${String(row.trainable_parameters ?? '?').padStart(12)} ${(row.update_seconds_per_step?.toFixed(2) ?? '?').padStart(8)} ${(row.peak_rss_mb === null ? '?' : `${row.peak_rss_mb.toFixed(0)} MB`).padStart(9)} ${`${percent(row.em)} [${percent(row.em_ci95[0])}, ${percent(row.em_ci95[1])}]`.padEnd(20)} ${row.mode === 'full' ? '—' : `${signed(row.em_vs_full)} [${signed(row.em_vs_full_ci95[0])}, ${signed(row.em_vs_full_ci95[1])}]`}`,
+      `${row.mode.padEnd(7)} ${`v${row.version}`.padEnd(9)} ${String(row.trainable_parameters ?? '?').padStart(12)} ${(row.update_seconds_per_step?.toFixed(2) ?? '?').padStart(8)} ${(row.peak_rss_mb === null ? '?' : `${row.peak_rss_mb.toFixed(0)} MB`).padStart(9)} ${`${percent(row.em)} [${percent(row.em_ci95[0])}, ${percent(row.em_ci95[1])}]`.padEnd(20)} ${(row.mode === 'full' ? '—' : interval(row.em_vs_full, row.em_vs_full_ci95)).padEnd(24)}${rl && row.em_vs_start !== undefined && row.em_vs_start_ci95 ? ` ${interval(row.em_vs_start, row.em_vs_start_ci95)}` : ''}`.trimEnd(),
     );
   return lines;
 }

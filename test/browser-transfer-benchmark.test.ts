@@ -4,6 +4,8 @@
  * the final norm with the rest frozen, LoRA, full), giving three new versions with three different
  * trainable-parameter counts, each evaluated by the evaluation workflow on the same held-out
  * questions; the result is stored in benchmark_results and `longhaul report` draws its section (table and charts, in headless Chromium).
+ * The RL stage the same way: a real learner step per mode (freeze, full) from its own copy of the
+ * start version, the start version evaluated too, each mode compared with it and with full.
  * Bad flags and the pure parts: test/transfer-cli.test.ts.
  */
 import assert from 'node:assert/strict';
@@ -13,6 +15,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { runTransferBenchmark, transferModes, type TransferResult } from '../bench/transfer-benchmark.js';
 import { gatherReport } from '../cli/report/gather-report.js';
+import { formatReportSummary } from '../cli/report/report-summary.js';
 import { renderReport, reportCharts } from '../cli/report/report-html.js';
 import { loadChartRuntime } from '../cli/report/write-report.js';
 import { publishPolicyVersion } from '../gpu/infer/policy-store.js';
@@ -188,6 +191,117 @@ describe('the transfer benchmark', () => {
           assert.ok(chart?.rendered, `${id} rendered`);
           assert.ok(chart.inkShare > 0.01, `${id} has drawn pixels (${(chart.inkShare * 100).toFixed(2)} % ink; ${page.screenshot})`);
         }
+      } finally {
+        fs.rmSync(home, { recursive: true, force: true });
+      }
+    },
+  );
+  it(
+    'RL stage: a learner step per mode from its own copy of the start version, the start evaluated too, gains paired against it',
+    { timeout: 600_000 },
+    async () => {
+      served.length = 0;
+      const train = ['Fredville', 'Sylvan City', 'Strelsau', 'Tomainia'].map((answer, index) => ({
+        id: `r${index}`,
+        question: `What is the capital of country ${index}?`,
+        answers: [answer],
+      }));
+      const heldOut = ['Lima', 'Quito'].map((answer, index) => ({
+        id: `h${index}`,
+        question: `What is the capital of place ${index}?`,
+        answers: [answer],
+      }));
+      const runId = `${prefix}rl`;
+      const lines: string[] = [];
+      const cancelled: string[] = [];
+      const versions = createPgPolicyVersionStore(context.pool);
+      const result = await runTransferBenchmark(
+        {
+          client: context.client,
+          queue: context.queue,
+          blobs: context.blobs,
+          versions,
+          results: createPgBenchmarkResultStore(context.pool),
+          serveVersion: serve,
+          cancelLeftoverRollouts: async (learnerRunId) => {
+            cancelled.push(learnerRunId);
+            return 0;
+          },
+          log: (line) => {
+            lines.push(line);
+            console.error(line);
+          },
+        },
+        {
+          runId,
+          stage: 'rl',
+          startVersion: base,
+          train,
+          heldOut: { name: 'tiny-heldout', rows: heldOut },
+          modes: transferModes(2, 1, 2).filter((mode) => mode.mode !== 'lora'),
+          budget: { epochs: 1, batch: 4, microBatch: 2, learningRate: 1e-3, seed: 0 },
+          // A random model earns no reward: equal groups are kept so that the step has its batch.
+          rl: { steps: 1, group: 2, eta: 1, temperature: 0.7, reward: 'f1_format', keepEqualGroups: true },
+          trajectory: { limits: { maxTurns: 2, maxNewTokensPerTurn: 8 }, options: { maxObservationChars: 300 } },
+          k: 1,
+          concurrency: 2,
+          args: ['--test', '--stage', 'rl'],
+        },
+      );
+
+      assert.equal(result.stage, 'rl');
+      assert.deepEqual(
+        result.modes.map((row) => row.mode),
+        ['freeze', 'full'],
+      );
+      assert.deepEqual(
+        [result.budget.steps, result.budget.group, result.budget.temperature, result.budget.reward, result.budget.epochs],
+        [1, 2, 0.7, 'f1_format', undefined],
+      );
+      for (const row of result.modes) {
+        // One learner step trained the mode's own copy of the start version: start + 1, its parent.
+        assert.equal(row.version, row.start_version + 1, `${row.mode}: one step`);
+        assert.equal((await versions.get(row.version))?.parentVersion, row.start_version);
+        const training = (await versions.get(row.version))?.manifest.training as { kind?: string; runId?: string } | undefined;
+        assert.deepEqual([training?.kind, training?.runId], ['rl', `${runId}-${row.mode}`]);
+        assert.equal(row.optimizer_steps, 1, `${row.mode}: one optimizer step (one minibatch)`);
+        assert.ok(row.kept_trajectories >= 4, `${row.mode}: the step consumed its batch of 4`);
+        assert.ok(row.trainer_busy !== undefined && row.reward_first_step !== undefined, `${row.mode}: learner statistics`);
+        assert.ok(row.em_vs_start !== undefined && row.em_vs_start_ci95 !== undefined, `${row.mode}: the gain over the start`);
+        assert.ok(row.em_vs_start! >= row.em_vs_start_ci95![0] && row.em_vs_start! <= row.em_vs_start_ci95![1]);
+      }
+      const [freeze, full] = result.modes;
+      assert.ok(freeze!.trainable_parameters! < full!.trainable_parameters!, 'freeze trains fewer parameters than full');
+      assert.deepEqual(cancelled, [`${runId}-freeze`, `${runId}-full`], 'leftover rollouts cancelled after each learner');
+      // The start evaluated like the modes; each learner's copy served before it, then start, freeze, full for their evaluations.
+      assert.deepEqual([result.start?.version, result.start?.evaluation], [base, `${runId}-start`]);
+      assert.deepEqual(served, [freeze!.start_version, full!.start_version, base, freeze!.version, full!.version]);
+      assert.ok(lines.some((line) => /freeze → v\d+: 1 step, rollout reward/.test(line)));
+
+      const home = fs.mkdtempSync(path.join(os.tmpdir(), 'longhaul-transfer-rl-report-'));
+      try {
+        const { model } = await gatherReport(
+          {
+            source: createPgReportSource(context.pool),
+            blobs: context.blobs,
+            client: context.client,
+            home,
+            benchmarks: createPgBenchmarkResultStore(context.pool),
+          },
+          { runId },
+        );
+        assert.equal(model.transfer?.stage, 'rl');
+        assert.match(formatReportSummary(model), /transfer, RL \(EM Avg@1 on 2 held-out questions\): start v\d+ /);
+        const html = renderReport(model, loadChartRuntime());
+        assert.match(html, /<h2 id="transfer">Transfer by freezing: RL<\/h2>/);
+        assert.match(html, /EM − start \[95 % CI\]/);
+        assert.match(html, /1 step of 4 \(G = 2, T = 0.7, reward f1_format\)/);
+        const file = path.join(home, 'transfer-rl.html');
+        fs.writeFileSync(file, html);
+        const page = await checkReportInBrowser(file);
+        assert.deepEqual(page.errors, [], 'no Vega or page error');
+        const accuracy = page.charts.find((entry) => entry.id === 'chart-transfer-accuracy');
+        assert.ok(accuracy?.rendered && accuracy.inkShare > 0.01, `the accuracy chart is drawn (${page.screenshot})`);
       } finally {
         fs.rmSync(home, { recursive: true, force: true });
       }

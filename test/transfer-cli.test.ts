@@ -42,6 +42,13 @@ describe('longhaul bench transfer refuses bad flags before anything starts', () 
     { args: ['--dataset', noGold], message: /^longhaul: --dataset: no row of .* has "goldTurns"/ },
     { args: ['--max-turns', '0'], message: /^longhaul: --max-turns expects an integer/ },
     { args: ['--bogus'], message: /^longhaul: Unknown option '--bogus'/ },
+    { args: ['--stage', 'ppo'], message: /^longhaul: --stage expects sft \(the warm start\) or rl/ },
+    { args: ['--steps', '2'], message: /^longhaul: --steps is an RL setting; add --stage rl/ },
+    { args: ['--stage', 'rl', '--epochs', '2'], message: /^longhaul: --epochs is a warm-start setting; RL takes --steps/ },
+    { args: ['--stage', 'rl', '--batch', '6', '--group', '4'], message: /^longhaul: --batch.*multiple of groupSize \(4\)/ },
+    { args: ['--stage', 'rl', '--temperature', '0'], message: /^longhaul: --temperature expects a number above 0/ },
+    { args: ['--stage', 'rl', '--reward', 'judge'], message: /^longhaul: --reward expects one of f1_format/ },
+    { args: ['--stage', 'rl', '--steps', '0'], message: /^longhaul: --steps expects an integer between 1/ },
   ];
   for (const { args, message } of cases)
     it(`${args.join(' ')} exits 2 naming the flag`, { timeout: 90_000 }, async () => {

@@ -11,13 +11,19 @@ import { parseSftHyperparameters } from '../../gpu/train/train-step.schema.js';
 import {
   evaluationInputFor,
   formatTransfer,
+  learnerInputFor,
   runTransferBenchmark,
   transferModeNames,
   transferModes,
+  transferStages,
   warmStartInputFor,
   type TransferOptions,
+  type TransferStage,
 } from '../../bench/transfer-benchmark.js';
 import { parseEvaluationInput } from '../../workflows/contracts/evaluation.input.js';
+import { parseLearnerInput } from '../../workflows/contracts/learner.input.js';
+import { parseRlHyperparameters } from '../../gpu/train/train-step.schema.js';
+import type { RewardMetric } from '../../workflows/contracts/trajectory.contract.js';
 import type { QuestionRow } from '../../workflows/contracts/learner.contract.js';
 import { taskQueueName } from '../../workflows/contracts/queues.js';
 import { parseTrajectoryInput } from '../../workflows/contracts/trajectory.input.js';
@@ -26,6 +32,9 @@ import { integerFlag, parseFlags, rateFlag } from '../arguments.js';
 import { UsageError } from '../command.js';
 import { preflight } from '../preflight.js';
 import { restartInference } from '../restart-inference.js';
+import { cancelLeftoverRollouts } from '../leftover-rollouts.js';
+import { refuseConcurrentTraining } from '../training-guard.js';
+import { demoRolloutTemperature, rlRewardMetrics } from '../demo/plan.js';
 import { resolveDataset } from './eval.command.js';
 import { repositoryCommit } from '../../composition/benchmark-runner.js';
 
@@ -50,29 +59,52 @@ const transferFlags = {
   k: 'k',
   concurrency: 'concurrency',
   seed: 'seed',
+  'settings.maxSteps': 'steps',
+  'settings.batchSize': 'batch',
+  'settings.groupSize': 'group',
+  groupSize: 'group',
+  'settings.eta': 'eta',
+  'options.temperature': 'temperature',
+  'trajectory.options.temperature': 'temperature',
+  rewardMetric: 'reward',
 };
 
+/** The defaults that differ by stage: the warm start's gold replays, or the learner's RL steps (session 24's rate for full RL). */
+const stageDefaults = {
+  sft: { batch: 4, lr: 1e-4, maxTurns: 3 },
+  rl: { batch: 16, lr: 5e-6, maxTurns: 6 },
+} as const;
+
 export const transferBenchmark = {
-  summary: 'transfer by freezing: last N layers vs LoRA vs full fine-tuning on one warm-start budget, evaluated side by side',
-  usage: `longhaul bench transfer [--dataset FILE] [--train-questions N] [--eval-dataset NAME|FILE] [--eval-questions N]
+  summary: 'transfer by freezing: last N layers vs LoRA vs full fine-tuning on one warm-start or RL budget, evaluated side by side',
+  usage: `longhaul bench transfer [--stage sft|rl] [--dataset FILE] [--train-questions N] [--eval-dataset NAME|FILE] [--eval-questions N]
                        [--start-version V] [--modes freeze,lora,full] [--freeze-layers N] [--lora-rank R]
                        [--epochs N] [--batch N] [--micro-batch N] [--lr X] [--seed S] [-k K] [--concurrency C]
+                       [--steps N] [--group N] [--eta N] [--temperature T] [--reward METRIC] [--keep-equal-groups]
                        [--max-turns N] [--max-new-tokens N] [--run-id ID] [--json]
 
-From one start policy version and one training set, runs the same warm start (gold paths replayed
-through the agent loop under the start version, then sftStep: same data, seed, epochs, batch and
-learning rate) once per trainable mode — the last N decoder layers and the final norm with the rest
-frozen, LoRA of rank R (α = 2R) on every projection, full fine-tuning — each from its own copy of the
-start version. Each trained version is evaluated by the evaluation workflow on the same held-out
-questions (Avg@k EM with its 95 % bootstrap interval), and compared with full fine-tuning question
-by question (paired difference, 95 % bootstrap interval). Cost per mode: the engine's update seconds
-per optimizer step, trainable parameters, the engine process's peak RSS. The gpu-infer worker is
-restarted to serve each version in turn (and restored at the end). The result is stored in
-benchmark_results (id = the run id); \`longhaul report --run ID\` shows it as a table and a chart.
+From one start policy version and one training set, trains once per trainable mode — the last N
+decoder layers and the final norm with the rest frozen, LoRA of rank R (α = 2R) on every projection,
+full fine-tuning — each from its own copy of the start version, with the same budget:
+  --stage sft (default)  the warm start: gold paths replayed through the agent loop under the start
+                         version, then sftStep (same data, seed, epochs, batch and learning rate)
+  --stage rl             RL: the learner over the same questions in the same order (each once), the same
+                         steps, batch, group, temperature, reward and learning rate; the start version is
+                         evaluated too, and each mode is compared with it (the RL gain)
+Each trained version is evaluated by the evaluation workflow on the same held-out questions (Avg@k EM
+with its 95 % bootstrap interval), and compared with full fine-tuning question by question (paired
+difference, 95 % bootstrap interval). Cost per mode: the engine's update seconds per optimizer step,
+trainable parameters, the engine process's peak RSS. The gpu-infer worker is restarted to serve each
+version in turn (and restored at the end). Refused (exit 2) while a learner or warm start trains on
+the stack. The result is stored in benchmark_results (id = the run id); \`longhaul report --run ID\`
+shows it as a table and charts.
 
-  --dataset FILE       training JSONL of {"id","question","answers","goldTurns"} (default: the demo's grounded
-                       capital questions from the default corpus's knowledge base: longhaul corpus build)
-  --train-questions N  training questions used (default 16)
+  --dataset FILE       training JSONL of {"id","question","answers","goldTurns"} (goldTurns: stage sft only;
+                       default: the demo's grounded capital questions from the default corpus's knowledge
+                       base: longhaul corpus build)
+  --train-questions N  training questions used, the first N (default 16; stage rl: 2 × steps × batch / group,
+                       since groups dropped as stale or all-equal are replaced by the next question; each
+                       mode draws them in the same order, each once)
   --eval-dataset S     held-out questions, any known layout or a set under the data root (default: held-out
                        capital questions, disjoint from the training ones)
   --eval-questions N   held-out questions used, the first N (default 20)
@@ -80,15 +112,29 @@ benchmark_results (id = the run id); \`longhaul report --run ID\` shows it as a 
   --modes LIST         modes to run, comma-separated (default freeze,lora,full; full is the reference and required)
   --freeze-layers N    decoder layers trained by "freeze": the last N (default 4)
   --lora-rank R        LoRA rank (default 16)
-  --epochs N (default 3)  --batch N trajectories per optimizer step (default 4)  --micro-batch N (default 2)
-  --lr X               learning rate, the same for every mode (default 1e-4)     --seed S  (default 0)
+  --epochs N           warm-start epochs (stage sft; default 3)   --micro-batch N (default 2)
+  --batch N            trajectories per optimizer step (sft, default 4) or per training step (rl, default 16)
+  --lr X               learning rate, the same for every mode (default 1e-4 for sft, 5e-6 for rl: full RL at
+                       3e-5 lost the output format within 4 steps, docs/BENCHMARKS.md "Session 24")
+  --seed S             (default 0)
+  --steps N            RL training steps (stage rl; default 4)   --group N  samples per question (default 4)
+  --eta N              max staleness in versions (default 4)     --keep-equal-groups  train on all-equal groups too
+  --temperature T      RL rollout temperature (default ${demoRolloutTemperature}; the evaluations stay greedy)
+  --reward METRIC      RL reward: ${rlRewardMetrics.join(', ')} (default f1_format)
   -k K                 samples per held-out question (default 1, greedy)         --concurrency C  (default 4)
-  --max-turns N        turns per trajectory (default 3)   --max-new-tokens N  per turn (default 48)
-  --json               last line: {"benchmark":"transfer","run_id","start_version","train_questions","heldout_questions",
-                       "k","budget":{…},"modes":[{"mode","version","trainable_parameters","update_seconds_per_step",
-                       "train_seconds","peak_rss_mb","em","em_ci95","em_vs_full","em_vs_full_ci95",…}],"seconds"}`,
+  --max-turns N        turns per trajectory (default 3 for sft, 6 for rl)   --max-new-tokens N  per turn (default 48)
+  --json               last line: {"benchmark":"transfer","run_id","stage","start_version","train_questions","heldout_questions",
+                       "k","budget":{…},"start":{…} (rl),"modes":[{"mode","version","trainable_parameters","update_seconds_per_step",
+                       "train_seconds","peak_rss_mb","em","em_ci95","em_vs_full","em_vs_full_ci95","em_vs_start" (rl),…}],"seconds"}`,
   async run(args: string[]): Promise<number> {
     const { values } = parseFlags(args, {
+      stage: { type: 'string' },
+      steps: { type: 'string' },
+      group: { type: 'string' },
+      eta: { type: 'string' },
+      temperature: { type: 'string' },
+      reward: { type: 'string' },
+      'keep-equal-groups': { type: 'boolean' },
       dataset: { type: 'string' },
       'train-questions': { type: 'string' },
       'eval-dataset': { type: 'string' },
@@ -109,7 +155,32 @@ benchmark_results (id = the run id); \`longhaul report --run ID\` shows it as a 
       'run-id': { type: 'string' },
       json: { type: 'boolean' },
     });
-    const trainCount = integerFlag(values['train-questions'], 'train-questions', 16, 1, 4096);
+    const stage = (values.stage ?? 'sft') as TransferStage;
+    if (!(transferStages as readonly string[]).includes(stage))
+      throw new UsageError(`--stage expects sft (the warm start) or rl (the learner), got "${values.stage}"`);
+    if (stage === 'sft')
+      for (const flag of ['steps', 'group', 'eta', 'temperature', 'reward', 'keep-equal-groups'] as const)
+        if (values[flag] !== undefined) throw new UsageError(`--${flag} is an RL setting; add --stage rl or leave it out`);
+    if (stage === 'rl' && values.epochs !== undefined) throw new UsageError('--epochs is a warm-start setting; RL takes --steps');
+    const defaults = stageDefaults[stage];
+    const rlSteps = integerFlag(values.steps, 'steps', 4, 1, 100_000);
+    const group = integerFlag(values.group, 'group', 4, 1, 256);
+    const batch = integerFlag(values.batch, 'batch', defaults.batch, 1, 4096);
+    const reward = values.reward ?? 'f1_format';
+    if (!(rlRewardMetrics as readonly string[]).includes(reward))
+      throw new UsageError(`--reward expects one of ${rlRewardMetrics.join(', ')}, got "${reward}"`);
+    const temperature = values.temperature === undefined ? demoRolloutTemperature : Number(values.temperature);
+    if (values.temperature !== undefined && (values.temperature.trim() === '' || !(temperature > 0 && temperature <= 5)))
+      throw new UsageError(
+        `--temperature expects a number above 0 and at most 5 (RL samples; 0 would make every group equal), got "${values.temperature}"`,
+      );
+    const trainCount = integerFlag(
+      values['train-questions'],
+      'train-questions',
+      stage === 'rl' ? 2 * Math.ceil((rlSteps * batch) / group) : 16,
+      1,
+      100_000,
+    );
     const evalCount = integerFlag(values['eval-questions'], 'eval-questions', 20, 1, 100_000);
     const freezeLayers = integerFlag(values['freeze-layers'], 'freeze-layers', 4, 1, 10_000);
     const loraRank = integerFlag(values['lora-rank'], 'lora-rank', 16, 1, 4096);
@@ -129,7 +200,7 @@ benchmark_results (id = the run id); \`longhaul report --run ID\` shows it as a 
       } catch (error) {
         throw new UsageError(`--dataset: ${(error as Error).message}`);
       }
-      if (!fileRows.some((row) => row.goldTurns?.length))
+      if (stage === 'sft' && !fileRows.some((row) => row.goldTurns?.length))
         throw new UsageError(`--dataset: no row of ${values.dataset} has "goldTurns"; the warm start replays gold solution paths`);
     }
     let heldOutSet: { name: string; rows: QuestionRow[] } | undefined;
@@ -148,16 +219,29 @@ benchmark_results (id = the run id); \`longhaul report --run ID\` shows it as a 
       train: fileRows ?? [],
       heldOut: heldOutSet ?? { name: 'capitals-heldout', rows: [] },
       modes: transferModes(Math.max(freezeLayers, 1), freezeLayers, loraRank).filter((mode) => modeNames.includes(mode.mode)),
+      stage,
       budget: {
         epochs: integerFlag(values.epochs, 'epochs', 3, 1, 1000),
-        batch: integerFlag(values.batch, 'batch', 4, 1, 4096),
+        batch,
         microBatch: integerFlag(values['micro-batch'], 'micro-batch', 2, 1, 4096),
-        learningRate: rateFlag(values.lr, 'lr', 1e-4),
+        learningRate: rateFlag(values.lr, 'lr', defaults.lr),
         seed: integerFlag(values.seed, 'seed', 0, 0, 2 ** 31 - 1),
       },
+      ...(stage === 'rl'
+        ? {
+            rl: {
+              steps: rlSteps,
+              group,
+              eta: integerFlag(values.eta, 'eta', 4, 0, 1000),
+              temperature,
+              reward: reward as RewardMetric,
+              keepEqualGroups: values['keep-equal-groups'] === true,
+            },
+          }
+        : {}),
       trajectory: {
         limits: {
-          maxTurns: integerFlag(values['max-turns'], 'max-turns', 3, 1, 1000),
+          maxTurns: integerFlag(values['max-turns'], 'max-turns', defaults.maxTurns, 1, 1000),
           maxNewTokensPerTurn: integerFlag(values['max-new-tokens'], 'max-new-tokens', 48, 1, 65_536),
         },
         options: { maxObservationChars: 600 },
@@ -169,11 +253,18 @@ benchmark_results (id = the run id); \`longhaul report --run ID\` shows it as a 
     };
     preflight(() => {
       for (const mode of placeholder.modes) {
-        const warmStart = warmStartInputFor(placeholder, mode, 0, 'preflight');
-        parseWarmStartInput(warmStart);
-        parseSftHyperparameters(warmStart.hyperparameters!);
+        if (stage === 'sft') {
+          const warmStart = warmStartInputFor(placeholder, mode, 0, 'preflight');
+          parseWarmStartInput(warmStart);
+          parseSftHyperparameters(warmStart.hyperparameters!);
+        } else {
+          const learner = learnerInputFor(placeholder, mode, 0, 'preflight');
+          const { settings: checked } = parseLearnerInput(learner);
+          parseTrajectoryInput({ question: 'preflight', ...learner.trajectory });
+          parseRlHyperparameters(learner.hyperparameters!, checked.groupSize);
+        }
         parseTrajectoryInput({ question: 'preflight', ...placeholder.trajectory });
-        parseEvaluationInput({ ...evaluationInputFor(placeholder, mode, 0, 'preflight'), questions: 1 });
+        parseEvaluationInput({ ...evaluationInputFor(placeholder, mode.mode, 0, 'preflight'), questions: 1 });
       }
     }, transferFlags);
 
@@ -183,6 +274,7 @@ benchmark_results (id = the run id); \`longhaul report --run ID\` shows it as a 
     const servedBefore = process.env.LONGHAUL_POLICY_VERSION;
     let restarted = false;
     try {
+      await refuseConcurrentTraining(await services.client(), []);
       const latest = await services.versions.latest();
       if (!latest) throw new UsageError('--start-version: no policy version is registered yet; run `longhaul model prepare` first');
       const startVersion = requestedVersion ?? latest.version;
@@ -215,7 +307,7 @@ benchmark_results (id = the run id); \`longhaul report --run ID\` shows it as a 
         modes: transferModes(layers, freezeLayers, loraRank).filter((mode) => modeNames.includes(mode.mode)),
       };
       console.error(
-        `transfer ${runId}: v${startVersion} (${layers} layers), ${train.length} training questions, ${heldOut.rows.length} held-out (${heldOut.name}), modes ${modeNames.join(', ')}`,
+        `transfer ${runId} (${stage === 'rl' ? 'RL' : 'warm start'}): v${startVersion} (${layers} layers), ${train.length} training questions, ${heldOut.rows.length} held-out (${heldOut.name}), modes ${modeNames.join(', ')}`,
       );
       const client = await services.client();
       const result = await runTransferBenchmark(
@@ -229,6 +321,7 @@ benchmark_results (id = the run id); \`longhaul report --run ID\` shows it as a 
             restarted = true;
             await restartInference(version);
           },
+          cancelLeftoverRollouts: (learnerRunId) => cancelLeftoverRollouts(client, learnerRunId),
           log: (line) => console.error(line),
         },
         options,

@@ -7,6 +7,7 @@
  */
 import type { ChartRuntime, CountPoint, ReportModel } from './report-model.js';
 import { goldMeasures, type VersionBehaviour } from '../../activities/analysis/behaviour.js';
+import { transferBudgetText } from '../../bench/transfer-benchmark.js';
 
 export interface Chart {
   readonly id: string;
@@ -318,6 +319,7 @@ function transferCharts(model: ReportModel): Chart[] {
   const transfer = model.transfer;
   if (!transfer) return [];
   const x = { field: 'mode', type: 'nominal', title: 'trainable mode', sort: null, axis: { labelAngle: 0 } };
+  const rl = (transfer.stage ?? 'sft') === 'rl';
   const rows = transfer.modes.map((row) => ({
     mode: row.mode,
     label: row.label,
@@ -328,16 +330,30 @@ function transferCharts(model: ReportModel): Chart[] {
     secondsPerStep: row.update_seconds_per_step,
     trainableParameters: row.trainable_parameters,
   }));
+  // RL: the start version first, the baseline every mode's gain is taken against.
+  const accuracyRows = transfer.start
+    ? [
+        {
+          mode: 'start',
+          label: 'the start version, untrained',
+          version: transfer.start.version,
+          em: transfer.start.em,
+          low: transfer.start.em_ci95[0],
+          high: transfer.start.em_ci95[1],
+        },
+        ...rows,
+      ]
+    : rows;
   return [
     {
       id: 'chart-transfer-accuracy',
       title: 'Transfer: held-out EM per trainable mode',
-      description: `Avg@${transfer.k} EM on the same ${transfer.heldout_questions} held-out questions after the same warm-start budget, with its 95 % bootstrap interval over questions.`,
+      description: `Avg@${transfer.k} EM on the same ${transfer.heldout_questions} held-out questions after the same ${rl ? 'RL budget (and of the start version, before it)' : 'warm-start budget'}, with its 95 % bootstrap interval over questions.`,
       spec: {
         $schema: schema,
         width,
         height,
-        data: { values: rows },
+        data: { values: accuracyRows },
         layer: [
           { mark: { type: 'rule', strokeWidth: 2 }, encoding: { x, y: { field: 'low', type: 'quantitative' }, y2: { field: 'high' } } },
           {
@@ -383,7 +399,10 @@ function transferCharts(model: ReportModel): Chart[] {
 function transferSection(model: ReportModel): string {
   const transfer = model.transfer;
   if (!transfer) return '';
+  const rl = (transfer.stage ?? 'sft') === 'rl';
   const signed = (value: number) => `${value >= 0 ? '+' : ''}${value.toFixed(3)}`;
+  const difference = (value: number | undefined, ci95: readonly [number, number] | undefined) =>
+    value === undefined || !ci95 ? '–' : `${signed(value)} [${signed(ci95[0])}, ${signed(ci95[1])}]`;
   const rows = transfer.modes.map((row) => [
     escapeHtml(row.mode),
     escapeHtml(row.label),
@@ -392,12 +411,24 @@ function transferSection(model: ReportModel): string {
     fixed(row.update_seconds_per_step, 2),
     fixed(row.train_seconds, 1),
     row.peak_rss_mb === null ? '–' : `${row.peak_rss_mb.toFixed(0)} MB`,
+    ...(rl
+      ? [
+          row.reward_first_step === undefined || row.reward_last_step === undefined
+            ? '–'
+            : `${fixed(row.reward_first_step)} → ${fixed(row.reward_last_step)}`,
+          row.zero_advantage_group_share == null ? '–' : `${(row.zero_advantage_group_share * 100).toFixed(0)} %`,
+        ]
+      : []),
     `${fixed(row.em)} [${fixed(row.em_ci95[0])}, ${fixed(row.em_ci95[1])}]`,
-    row.mode === 'full' ? 'reference' : `${signed(row.em_vs_full)} [${signed(row.em_vs_full_ci95[0])}, ${signed(row.em_vs_full_ci95[1])}]`,
+    ...(rl ? [difference(row.em_vs_start, row.em_vs_start_ci95)] : []),
+    row.mode === 'full' ? 'reference' : difference(row.em_vs_full, row.em_vs_full_ci95),
     `<code>${escapeHtml(row.evaluation)}</code>`,
   ]);
-  return `<h2 id="transfer">Transfer by freezing</h2>
-<p class="muted">From v${transfer.start_version}: ${transfer.train_questions} training questions, the same warm-start budget for every mode (${transfer.budget.epochs} epochs, batch ${transfer.budget.batch}, learning rate ${transfer.budget.learning_rate}, seed ${transfer.budget.seed}); held-out: ${transfer.heldout_questions} questions of ${escapeHtml(transfer.heldout_dataset)} × ${transfer.k}. The difference against full fine-tuning is paired by question, with a 95 % bootstrap interval.</p>
+  const start = transfer.start
+    ? ` The start version v${transfer.start.version}, untrained: EM ${fixed(transfer.start.em)} [${fixed(transfer.start.em_ci95[0])}, ${fixed(transfer.start.em_ci95[1])}] (<code>${escapeHtml(transfer.start.evaluation)}</code>); each mode's gain over it is paired by question too.`
+    : '';
+  return `<h2 id="transfer">Transfer by freezing${rl ? ': RL' : ''}</h2>
+<p class="muted">From v${transfer.start_version}: ${transfer.train_questions} training questions, the same ${rl ? 'RL' : 'warm-start'} budget for every mode (${escapeHtml(transferBudgetText(transfer))}); held-out: ${transfer.heldout_questions} questions of ${escapeHtml(transfer.heldout_dataset)} × ${transfer.k}. The difference against full fine-tuning is paired by question, with a 95 % bootstrap interval.${start}</p>
 ${table(
   [
     'mode',
@@ -405,9 +436,11 @@ ${table(
     'versions',
     'trainable parameters',
     's / optimizer step',
-    'sftStep seconds',
+    rl ? 'trainStep seconds' : 'sftStep seconds',
     'engine peak RSS',
+    ...(rl ? ['rollout reward, first → last step', 'zero-advantage groups'] : []),
     `EM Avg@${transfer.k} [95 % CI]`,
+    ...(rl ? ['EM − start [95 % CI]'] : []),
     'EM − full [95 % CI]',
     'evaluation',
   ],

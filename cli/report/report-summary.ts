@@ -43,12 +43,21 @@ export function formatReportSummary(model: ReportModel): string {
     lines.push(
       `behaviour v${row.version} (${row.trajectories}): verified ${row.verifiedShare === null ? '–' : `${(row.verifiedShare * 100).toFixed(0)} %`} · documents ${row.meanDistinctDocuments.toFixed(1)} · uncertainty ${(row.uncertaintyShare * 100).toFixed(0)} % · conflict ${(row.conflictShare * 100).toFixed(0)} % · tool calls/question ${row.meanToolCallsPerQuestion.toFixed(2)}${goldSummary(row)}`,
     );
-  if (model.transfer)
+  if (model.transfer) {
+    const { start } = model.transfer;
+    const gain = (row: { em_vs_start?: number }) =>
+      row.em_vs_start === undefined ? '' : ` (${row.em_vs_start >= 0 ? '+' : ''}${row.em_vs_start.toFixed(3)} over the start)`;
     lines.push(
-      `transfer (EM Avg@${model.transfer.k} on ${model.transfer.heldout_questions} held-out questions): ${model.transfer.modes
-        .map((row) => `${row.mode} ${row.em.toFixed(3)} [${row.em_ci95[0].toFixed(3)}, ${row.em_ci95[1].toFixed(3)}]`)
-        .join(' · ')}`,
+      `transfer${(model.transfer.stage ?? 'sft') === 'rl' ? ', RL' : ''} (EM Avg@${model.transfer.k} on ${model.transfer.heldout_questions} held-out questions): ${[
+        ...(start
+          ? [`start v${start.version} ${start.em.toFixed(3)} [${start.em_ci95[0].toFixed(3)}, ${start.em_ci95[1].toFixed(3)}]`]
+          : []),
+        ...model.transfer.modes.map(
+          (row) => `${row.mode} ${row.em.toFixed(3)} [${row.em_ci95[0].toFixed(3)}, ${row.em_ci95[1].toFixed(3)}]${gain(row)}`,
+        ),
+      ].join(' · ')}`,
     );
+  }
   if (model.benchmarks.length) lines.push(`evaluation results: ${model.benchmarks.length} (table in the report)`);
   if (model.dataset)
     lines.push(`training set ${model.dataset.key}: ${model.dataset.questions} questions, ${model.dataset.withGoldTurns} with a gold path`);
