@@ -55,6 +55,18 @@ describe('the transfer benchmark', () => {
     served.push(version);
   }
 
+  /** What `longhaul report --run <id>` gathers for the run. */
+  async function reportModel(runId: string, home: string) {
+    const sources = {
+      source: createPgReportSource(context.pool),
+      blobs: context.blobs,
+      client: context.client,
+      home,
+      benchmarks: createPgBenchmarkResultStore(context.pool),
+    };
+    return (await gatherReport(sources, { runId })).model;
+  }
+
   before(async () => {
     context = await openContext(prefix);
     base = 5_000_000 + 10 * Math.floor(Math.random() * 100_000); // versions are global: keep apart from other tests
@@ -161,16 +173,7 @@ describe('the transfer benchmark', () => {
       // `longhaul report --run <id>` finds the result and draws it.
       const home = fs.mkdtempSync(path.join(os.tmpdir(), 'longhaul-transfer-report-'));
       try {
-        const { model } = await gatherReport(
-          {
-            source: createPgReportSource(context.pool),
-            blobs: context.blobs,
-            client: context.client,
-            home,
-            benchmarks: createPgBenchmarkResultStore(context.pool),
-          },
-          { runId },
-        );
+        const model = await reportModel(runId, home);
         assert.deepEqual(
           model.transfer?.modes.map((row) => row.version),
           versions,
@@ -280,16 +283,7 @@ describe('the transfer benchmark', () => {
 
       const home = fs.mkdtempSync(path.join(os.tmpdir(), 'longhaul-transfer-rl-report-'));
       try {
-        const { model } = await gatherReport(
-          {
-            source: createPgReportSource(context.pool),
-            blobs: context.blobs,
-            client: context.client,
-            home,
-            benchmarks: createPgBenchmarkResultStore(context.pool),
-          },
-          { runId },
-        );
+        const model = await reportModel(runId, home);
         assert.equal(model.transfer?.stage, 'rl');
         assert.match(formatReportSummary(model), /transfer, RL \(EM Avg@1 on 2 held-out questions\): start v\d+ /);
         const html = renderReport(model, loadChartRuntime());
