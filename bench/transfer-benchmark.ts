@@ -21,6 +21,7 @@ import type { BenchmarkResultStore } from '../activities/ports/benchmark-result-
 import type { BlobStore } from '../activities/ports/blob-store.port.js';
 import type { PolicyVersionStore } from '../activities/ports/policy-version-store.port.js';
 import { runStartVersion } from '../gpu/infer/policy-store.js';
+import { trainingOf } from '../gpu/train/version-files.js';
 import {
   evaluationKeys,
   evaluationStateQuery,
@@ -54,6 +55,9 @@ export const transferModeNames = ['freeze', 'lora', 'full'] as const;
 export const transferStages = ['sft', 'rl'] as const;
 export type TransferStage = (typeof transferStages)[number];
 export type TransferModeName = (typeof transferModeNames)[number];
+
+/** A transfer's stage (its options or its stored result): none means the warm start, as in results stored before the RL stage. */
+export const transferStageOf = (result: Pick<TransferResult, 'stage'>): TransferStage => result.stage ?? 'sft';
 
 export interface TransferMode {
   readonly mode: TransferModeName;
@@ -218,6 +222,15 @@ export interface TransferRlBudget {
   readonly keepEqualGroups: boolean;
 }
 
+/** Stage "rl"'s budget, or an error naming what is missing (the one check: the run and every learner input use it). */
+function rlBudgetOf(options: TransferOptions): TransferRlBudget {
+  if (!options.rl) throw new Error('rl: stage "rl" needs its budget (steps, group, eta, temperature, reward)');
+  return options.rl;
+}
+
+/** " (v9 registered again: versions only grow)" when the start version was registered again as a copy, or nothing. */
+const forkNote = (forkedFrom: number | null) => (forkedFrom === null ? '' : ` (v${forkedFrom} registered again: versions only grow)`);
+
 /** Follow a workflow to its end, logging its state (as `describe` words it) whenever that changes. */
 async function follow<R, S>(
   handle: WorkflowHandle,
@@ -272,8 +285,7 @@ export function warmStartInputFor(options: TransferOptions, mode: TransferMode, 
  * file order, the rollouts at the RL temperature, the mode's trainable parameters.
  */
 export function learnerInputFor(options: TransferOptions, mode: TransferMode, startVersion: number, datasetKey: string): LearnerInput {
-  const rl = options.rl;
-  if (!rl) throw new Error('rl: stage "rl" needs its budget (steps, group, eta, temperature, reward)');
+  const rl = rlBudgetOf(options);
   return {
     runId: `${options.runId}-${mode.mode}`,
     datasetKey,
@@ -339,9 +351,7 @@ async function warmStartMode(
   elapsed: () => string,
 ): Promise<TrainedMode> {
   const { version: startVersion, forkedFrom } = await runStartVersion(deps.versions, options.startVersion);
-  deps.log(
-    `▶ ${mode.mode}: ${mode.label}, from v${startVersion}${forkedFrom === null ? '' : ` (v${forkedFrom} registered again: versions only grow)`} (${elapsed()})`,
-  );
+  deps.log(`▶ ${mode.mode}: ${mode.label}, from v${startVersion}${forkNote(forkedFrom)} (${elapsed()})`);
   const input = warmStartInputFor(options, mode, startVersion, trainKey);
   const handle = await deps.client.workflow.start(warmStartWorkflowType, {
     taskQueue: deps.queue('agent'),
@@ -383,10 +393,11 @@ async function reinforceMode(
   trainKey: string,
   elapsed: () => string,
 ): Promise<TrainedMode> {
+  const { steps } = rlBudgetOf(options);
   const { version: startVersion, forkedFrom } = await runStartVersion(deps.versions, options.startVersion);
   const input = learnerInputFor(options, mode, startVersion, trainKey);
   deps.log(
-    `▶ ${mode.mode}: RL of ${mode.label}, ${options.rl!.steps} step${options.rl!.steps === 1 ? '' : 's'} of ${options.budget.batch}, from v${startVersion}${forkedFrom === null ? '' : ` (v${forkedFrom} registered again: versions only grow)`} (${elapsed()})`,
+    `▶ ${mode.mode}: RL of ${mode.label}, ${steps} step${steps === 1 ? '' : 's'} of ${options.budget.batch}, from v${startVersion}${forkNote(forkedFrom)} (${elapsed()})`,
   );
   await deps.serveVersion(startVersion);
   const handle = await deps.client.workflow.start(learnerWorkflowType, {
@@ -399,15 +410,16 @@ async function reinforceMode(
     handle,
     learnerStateQuery,
     (state) =>
-      `  ${mode.mode}: step ${state.step}/${options.rl!.steps}, v${state.version}, ${state.inflight} in flight, ${state.ready} ready${state.training ? ' · training' : ''}`,
+      `  ${mode.mode}: step ${state.step}/${steps}, v${state.version}, ${state.inflight} in flight, ${state.ready} ready${state.training ? ' · training' : ''}`,
     deps.log,
   );
   const cancelled = (await deps.cancelLeftoverRollouts?.(input.runId)) ?? 0;
   // The engine's metrics of each step are kept in the manifest of the version it published.
   const metrics: Readonly<Record<string, unknown>>[] = [];
   for (let version = startVersion + 1; version <= result.finalVersion; version += 1) {
-    const training = (await deps.versions.get(version))?.manifest.training as { metrics?: Record<string, unknown> } | undefined;
-    if (training?.metrics) metrics.push(training.metrics);
+    const row = await deps.versions.get(version);
+    const training = row ? trainingOf(row) : undefined;
+    if (training) metrics.push(training.metrics);
   }
   const rewards = result.history.map((step) => step.meanReward);
   deps.log(
@@ -427,11 +439,11 @@ async function reinforceMode(
 export async function runTransferBenchmark(deps: TransferDependencies, options: TransferOptions): Promise<TransferResult> {
   const startedAt = Date.now();
   const { log, client } = deps;
-  const stage = options.stage ?? 'sft';
+  const stage = transferStageOf(options);
   const elapsed = () => `${((Date.now() - startedAt) / 1000).toFixed(0)} s`;
   const withGold = options.train.filter((row) => row.goldTurns?.length);
   if (stage === 'sft' && withGold.length === 0) throw new Error('train: no question has goldTurns; the warm start replays gold paths');
-  if (stage === 'rl' && !options.rl) throw new Error('rl: stage "rl" needs its budget (steps, group, eta, temperature, reward)');
+  const rl = stage === 'rl' ? rlBudgetOf(options) : null;
   if (options.train.length === 0) throw new Error('train: the training set is empty');
   if (options.heldOut.rows.length === 0) throw new Error('heldOut: the held-out set is empty');
   if (!options.modes.some((mode) => mode.mode === 'full')) throw new Error('modes: full fine-tuning is the reference and must be run');
@@ -532,7 +544,6 @@ export async function runTransferBenchmark(deps: TransferDependencies, options: 
         : {}),
     };
   });
-  const rl = options.rl;
   const transfer: TransferResult = {
     benchmark: transferBenchmarkName,
     run_id: options.runId,
@@ -543,9 +554,7 @@ export async function runTransferBenchmark(deps: TransferDependencies, options: 
     heldout_questions: options.heldOut.rows.length,
     k: options.k,
     budget: {
-      ...(stage === 'sft'
-        ? { epochs: options.budget.epochs }
-        : { steps: rl!.steps, group: rl!.group, temperature: rl!.temperature, reward: rl!.reward }),
+      ...(rl ? { steps: rl.steps, group: rl.group, temperature: rl.temperature, reward: rl.reward } : { epochs: options.budget.epochs }),
       batch: options.budget.batch,
       micro_batch: options.budget.microBatch,
       learning_rate: options.budget.learningRate,
@@ -593,7 +602,7 @@ export function readTransferResult(value: unknown): TransferResult | null {
 export function transferBudgetText(result: TransferResult): string {
   const { budget } = result;
   const what =
-    (result.stage ?? 'sft') === 'rl'
+    transferStageOf(result) === 'rl'
       ? `${String(budget.steps)} step${budget.steps === 1 ? '' : 's'} of ${budget.batch} (G = ${String(budget.group)}, T = ${String(budget.temperature)}, reward ${String(budget.reward)})`
       : `${String(budget.epochs)} epochs, batch ${budget.batch}`;
   return `${what}, micro-batch ${budget.micro_batch}, lr ${budget.learning_rate}, seed ${budget.seed}`;
@@ -604,7 +613,7 @@ export function formatTransfer(result: TransferResult): string[] {
   const percent = (value: number) => `${(value * 100).toFixed(1)}`;
   const signed = (value: number) => `${value >= 0 ? '+' : ''}${percent(value)}`;
   const interval = (value: number, ci95: readonly [number, number]) => `${signed(value)} [${signed(ci95[0])}, ${signed(ci95[1])}]`;
-  const rl = (result.stage ?? 'sft') === 'rl';
+  const rl = transferStageOf(result) === 'rl';
   const lines = [
     `transfer ${result.run_id} (${rl ? 'RL' : 'warm start'}): from v${result.start_version}, ${result.train_questions} training questions, ${result.heldout_questions} held-out (${result.heldout_dataset}) × ${result.k}; ` +
       `budget ${transferBudgetText(result)}`,

@@ -274,7 +274,8 @@ shows it as a table and charts.
     const servedBefore = process.env.LONGHAUL_POLICY_VERSION;
     let restarted = false;
     try {
-      await refuseConcurrentTraining(await services.client(), []);
+      const client = await services.client();
+      await refuseConcurrentTraining(client, []);
       const latest = await services.versions.latest();
       if (!latest) throw new UsageError('--start-version: no policy version is registered yet; run `longhaul model prepare` first');
       const startVersion = requestedVersion ?? latest.version;
@@ -309,7 +310,6 @@ shows it as a table and charts.
       console.error(
         `transfer ${runId} (${stage === 'rl' ? 'RL' : 'warm start'}): v${startVersion} (${layers} layers), ${train.length} training questions, ${heldOut.rows.length} held-out (${heldOut.name}), modes ${modeNames.join(', ')}`,
       );
-      const client = await services.client();
       const result = await runTransferBenchmark(
         {
           client,

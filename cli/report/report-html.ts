@@ -7,7 +7,7 @@
  */
 import type { ChartRuntime, CountPoint, ReportModel } from './report-model.js';
 import { goldMeasures, type VersionBehaviour } from '../../activities/analysis/behaviour.js';
-import { transferBudgetText } from '../../bench/transfer-benchmark.js';
+import { transferBudgetText, transferStageOf } from '../../bench/transfer-benchmark.js';
 
 export interface Chart {
   readonly id: string;
@@ -319,7 +319,7 @@ function transferCharts(model: ReportModel): Chart[] {
   const transfer = model.transfer;
   if (!transfer) return [];
   const x = { field: 'mode', type: 'nominal', title: 'trainable mode', sort: null, axis: { labelAngle: 0 } };
-  const rl = (transfer.stage ?? 'sft') === 'rl';
+  const rl = transferStageOf(transfer) === 'rl';
   const rows = transfer.modes.map((row) => ({
     mode: row.mode,
     label: row.label,
@@ -399,7 +399,7 @@ function transferCharts(model: ReportModel): Chart[] {
 function transferSection(model: ReportModel): string {
   const transfer = model.transfer;
   if (!transfer) return '';
-  const rl = (transfer.stage ?? 'sft') === 'rl';
+  const rl = transferStageOf(transfer) === 'rl';
   const signed = (value: number) => `${value >= 0 ? '+' : ''}${value.toFixed(3)}`;
   const difference = (value: number | undefined, ci95: readonly [number, number] | undefined) =>
     value === undefined || !ci95 ? '–' : `${signed(value)} [${signed(ci95[0])}, ${signed(ci95[1])}]`;

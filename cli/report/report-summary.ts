@@ -1,6 +1,7 @@
 /** The report's terminal summary: a few lines that say what the HTML file shows. Pure. */
 import type { IntervalPoint, ReportModel } from './report-model.js';
 import { goldMeasures, type VersionBehaviour } from '../../activities/analysis/behaviour.js';
+import { transferStageOf } from '../../bench/transfer-benchmark.js';
 
 const wholePercent = (value: number) => `${(value * 100).toFixed(0)} %`;
 
@@ -48,7 +49,7 @@ export function formatReportSummary(model: ReportModel): string {
     const gain = (row: { em_vs_start?: number }) =>
       row.em_vs_start === undefined ? '' : ` (${row.em_vs_start >= 0 ? '+' : ''}${row.em_vs_start.toFixed(3)} over the start)`;
     lines.push(
-      `transfer${(model.transfer.stage ?? 'sft') === 'rl' ? ', RL' : ''} (EM Avg@${model.transfer.k} on ${model.transfer.heldout_questions} held-out questions): ${[
+      `transfer${transferStageOf(model.transfer) === 'rl' ? ', RL' : ''} (EM Avg@${model.transfer.k} on ${model.transfer.heldout_questions} held-out questions): ${[
         ...(start
           ? [`start v${start.version} ${start.em.toFixed(3)} [${start.em_ci95[0].toFixed(3)}, ${start.em_ci95[1].toFixed(3)}]`]
           : []),
