@@ -22,6 +22,9 @@ import { publishPolicyVersion } from '../gpu/infer/policy-store.js';
 import { createPgBenchmarkResultStore } from '../infra/postgres/benchmark-result-store.pg.js';
 import { createPgPolicyVersionStore } from '../infra/postgres/policy-version-store.pg.js';
 import { createPgReportSource } from '../infra/postgres/report-source.pg.js';
+import { createPgTrajectoryStore } from '../infra/postgres/trajectory-store.pg.js';
+import { evaluationResultSchema } from '../activities/ports/evaluation-result.schema.js';
+import { evaluationKeys } from '../workflows/contracts/evaluation.contract.js';
 import { tinyModelDir } from './doubles/test-model.js';
 import { checkReportInBrowser } from './helpers/chromium.js';
 import { openContext, spawnWorker, uniquePrefix, type TestContext } from './helpers/stack.js';
@@ -65,6 +68,27 @@ describe('the transfer benchmark', () => {
       benchmarks: createPgBenchmarkResultStore(context.pool),
     };
     return (await gatherReport(sources, { runId })).model;
+  }
+
+  /**
+   * Each evaluation answered its own held-out questions. Its result is named like the mode's run
+   * (<run>-<mode>), whose warm-start replays and rollouts are <run>-<mode>-q<i>-s<j>: samples once named
+   * the same replayed those training trajectories and scored their answers against the held-out gold.
+   */
+  async function assertOwnSamples(resultIds: readonly string[], heldOut: readonly { id: string }[]): Promise<void> {
+    const trajectories = createPgTrajectoryStore(context.pool);
+    for (const resultId of resultIds) {
+      const stored = evaluationResultSchema.parse(JSON.parse((await context.blobs.get(evaluationKeys.result(resultId))).toString()));
+      assert.equal(stored.perQuestion.length, heldOut.length);
+      for (const [index, question] of stored.perQuestion.entries()) {
+        assert.equal(question.questionId, heldOut[index]!.id);
+        for (const sample of question.samples) {
+          assert.ok(sample.trajectoryId.startsWith(`eval-${resultId}-q`), `${sample.trajectoryId}: the evaluation's own id`);
+          const row = await trajectories.get(sample.trajectoryId);
+          assert.deepEqual([row?.runId, row?.questionId], [`eval-${resultId}`, heldOut[index]!.id], sample.trajectoryId);
+        }
+      }
+    }
   }
 
   before(async () => {
@@ -170,10 +194,17 @@ describe('the transfer benchmark', () => {
         versions,
       );
 
+      await assertOwnSamples(
+        result.modes.map((row) => row.evaluation),
+        heldOut,
+      );
+
       // `longhaul report --run <id>` finds the result and draws it.
       const home = fs.mkdtempSync(path.join(os.tmpdir(), 'longhaul-transfer-report-'));
       try {
         const model = await reportModel(runId, home);
+        // The header counts the modes' gold replays (runs <run>-<mode>) and the evaluations' samples.
+        assert.deepEqual([model.summary.trainingTrajectories, model.summary.heldOutTrajectories], [3 * 4, 3 * heldOut.length]);
         assert.deepEqual(
           model.transfer?.modes.map((row) => row.version),
           versions,
@@ -280,11 +311,15 @@ describe('the transfer benchmark', () => {
       assert.deepEqual([result.start?.version, result.start?.evaluation], [base, `${runId}-start`]);
       assert.deepEqual(served, [freeze!.start_version, full!.start_version, base, freeze!.version, full!.version]);
       assert.ok(lines.some((line) => /freeze → v\d+: 1 step, rollout reward/.test(line)));
+      await assertOwnSamples([`${runId}-start`, `${runId}-freeze`, `${runId}-full`], heldOut);
 
       const home = fs.mkdtempSync(path.join(os.tmpdir(), 'longhaul-transfer-rl-report-'));
       try {
         const model = await reportModel(runId, home);
         assert.equal(model.transfer?.stage, 'rl');
+        // The header counts the modes' rollouts (runs <run>-<mode>) and the three evaluations' samples.
+        assert.ok(model.summary.trainingTrajectories >= 8, `training trajectories: ${model.summary.trainingTrajectories}`);
+        assert.equal(model.summary.heldOutTrajectories, 3 * heldOut.length);
         assert.match(formatReportSummary(model), /transfer, RL \(EM Avg@1 on 2 held-out questions\): start v\d+ /);
         const html = renderReport(model, loadChartRuntime());
         assert.match(html, /<h2 id="transfer">Transfer by freezing: RL<\/h2>/);

@@ -17,6 +17,8 @@ import { errorTypes, LonghaulError } from '../workflows/contracts/errors.js';
 import { createInProcessAgent } from '../composition/in-process-agent.js';
 import { compareEvaluations } from '../activities/evaluation/compare.js';
 import { readEvaluationResult } from '../cli/commands/eval.command.js';
+import { createPgTrajectoryStore } from '../infra/postgres/trajectory-store.pg.js';
+import { trajectoryWorkflowType, type TrajectoryResult } from '../workflows/contracts/trajectory.contract.js';
 import { openContext, uniquePrefix, type TestContext } from './helpers/stack.js';
 
 /** Tools whose observations drift: every call answers with a new counter, as a live corpus or the web may. */
@@ -224,3 +226,88 @@ test('an evaluation with bad input fails at once, naming the field', { timeout: 
     await context.close();
   }
 });
+
+/** The messages of an error and of its causes, outermost first. */
+function causeMessages(error: unknown): string[] {
+  const messages: string[] = [];
+  for (let cause = error as { message?: string; cause?: unknown } | undefined; cause; cause = cause.cause as typeof cause)
+    messages.push(cause.message ?? '');
+  return messages;
+}
+
+test(
+  'an evaluation named like an earlier run answers its own questions; a trajectory id that holds another run’s trajectory fails for good',
+  { timeout: 300_000 },
+  async () => {
+    const context = await openContext(uniquePrefix('evalclash'));
+    try {
+      const agent = await createInProcessAgent({
+        config: context.config,
+        blobs: context.blobs,
+        pool: context.pool,
+        backend: createScriptedPolicy(),
+        tools: driftingTools(),
+        prefix: context.config.taskQueuePrefix,
+      });
+      const tag = context.config.taskQueuePrefix.replace(/-$/, '');
+      const datasetKey = `evaluations/datasets/${tag}.jsonl`;
+      await putDataset(context, datasetKey);
+      const trajectoryOf = (workflowId: string, runId: string, row: (typeof questions)[number]) =>
+        context.client.workflow.execute(trajectoryWorkflowType, {
+          taskQueue: context.queue('agent'),
+          workflowId,
+          args: [{ question: row.question, answers: row.answers, questionId: row.id, runId, dataset: 'unit', limits: { maxTurns: 5 } }],
+        }) as Promise<TrajectoryResult>;
+      const [outcome, refused] = await agent.run(async () => {
+        // A run named like the evaluation below, whose first rollout (<run>-q0-s0) answered q3 with "Lyon".
+        assert.equal((await trajectoryOf(`${tag}-q0-s0`, tag, questions[2]!)).answer, 'Lyon');
+        const evaluated = (await context.client.workflow.execute(evaluationWorkflowType, {
+          taskQueue: context.queue('agent'),
+          workflowId: `evaluation-${tag}`,
+          args: [
+            {
+              resultId: tag,
+              datasetKey,
+              dataset: 'unit',
+              datasetVersion: 'sha-test',
+              questions: 3,
+              k: 1,
+              concurrency: 3,
+              policyVersion: 0,
+              seed: 1,
+              trajectory: { limits: { maxTurns: 5 } },
+            } satisfies EvaluationInput,
+          ],
+        })) as EvaluationOutcome;
+        // Another run's trajectory under the same id replays the stored turns: refused at the end, not scored.
+        const failure = await trajectoryOf(`${tag}-q0-s0`, `${tag}-other`, questions[0]!).then(
+          () => undefined,
+          (error: unknown) => error,
+        );
+        return [evaluated, failure];
+      });
+
+      const { result, answers } = await answersOf(context, tag);
+      for (const [index, question] of result.perQuestion.entries()) {
+        assert.equal(question.questionId, questions[index]!.id);
+        assert.equal(question.samples[0]!.trajectoryId, `eval-${tag}-q${index}-s0`);
+      }
+      assert.match(answers[0]![0]!, /^Paris/, 'q1 answered from its own observations, not with the run’s "Lyon"');
+      assert.equal(outcome.avgAtK.cover_em, 2 / 3);
+      const row = await createPgTrajectoryStore(context.pool).get(`eval-${tag}-q0-s0`);
+      assert.deepEqual([row?.runId, row?.questionId], [`eval-${tag}`, 'q1']);
+
+      assert.ok(refused, 'the second trajectory under a used id failed');
+      assert.ok(
+        causeMessages(refused).some((message) =>
+          /already holds another trajectory \(run ".*", question "q3"\).*runId, questionId, question differ/.test(message),
+        ),
+        causeMessages(refused).join(' | '),
+      );
+      const kept = await createPgTrajectoryStore(context.pool).get(`${tag}-q0-s0`);
+      assert.deepEqual([kept?.runId, kept?.questionId, kept?.answer], [tag, 'q3', 'Lyon'], 'the first trajectory’s row is untouched');
+    } finally {
+      await context.close();
+    }
+  },
+);

@@ -11,6 +11,7 @@ import {
   condition,
   continueAsNew,
   executeChild,
+  patched,
   proxyActivities,
   setHandler,
   upsertSearchAttributes,
@@ -18,7 +19,9 @@ import {
 } from '@temporalio/workflow';
 import { activityOptions } from './contracts/activity-options.js';
 import {
+  evaluationRunId,
   evaluationStateQuery,
+  evaluationTrajectoryId,
   type EvaluationActivities,
   type EvaluationCarried,
   type EvaluationInput,
@@ -33,6 +36,9 @@ import type { TrajectorySettings } from './contracts/trajectory.contract.js';
 import { childTrajectoryInput } from './trajectory-child.js';
 import { validated } from './validated.js';
 import type { trajectory } from './trajectory.workflow.js';
+
+/** Evaluations started before it named their samples `<result>-q<i>-s<j>`, which a run of the same name also uses. */
+const evaluationTrajectoryIdsPatch = 'evaluation-trajectory-ids';
 
 export async function evaluation(raw: EvaluationInput): Promise<EvaluationOutcome> {
   const input = validated(() => parseEvaluationInput(raw));
@@ -78,11 +84,13 @@ export async function evaluation(raw: EvaluationInput): Promise<EvaluationOutcom
       const samples = await Promise.all(
         Array.from({ length: input.k }, async (_, sample): Promise<EvaluationSampleOutcome> => {
           const result = await executeChild<typeof trajectory>('trajectory', {
-            workflowId: `${input.resultId}-q${index}-s${sample}`,
+            workflowId: patched(evaluationTrajectoryIdsPatch)
+              ? evaluationTrajectoryId(input.resultId, index, sample)
+              : `${input.resultId}-q${index}-s${sample}`,
             args: [
               childTrajectoryInput({
                 question,
-                runId: `eval-${input.resultId}`,
+                runId: evaluationRunId(input.resultId),
                 datasetKey: input.dataset,
                 policyVersion: input.policyVersion,
                 sample,

@@ -7,7 +7,7 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import type { BlobStore } from '../ports/blob-store.port.js';
 import type { Judge } from '../ports/judge.port.js';
-import type { TrajectoryStore } from '../ports/trajectory-store.port.js';
+import type { TrajectoryRow, TrajectoryStore } from '../ports/trajectory-store.port.js';
 import { trajectoryRecordSchema, trajectoryRecordSchemaName, type TrajectoryRecord } from '../ports/trajectory-record.schema.js';
 import { parseActivityInput } from '../activity-input.js';
 import type { FinishTrajectoryInput, FinishTrajectoryResult } from '../../workflows/contracts/agent-turn.contract.js';
@@ -51,6 +51,25 @@ async function judged(judge: Judge | undefined, input: FinishTrajectoryInput): P
   }
 }
 
+/**
+ * A trajectory's id keys its transcript and its record: a second workflow under the same id replays
+ * the first one's turns and gets its row back. That is the point for a retry or a resume of the same
+ * trajectory; for another run's or another question's trajectory it is a silent swap (an evaluation
+ * once scored a learner's training trajectories as its held-out answers this way). Refused, for good.
+ */
+function refuseForeignTrajectory(existing: TrajectoryRow, input: FinishTrajectoryInput): void {
+  const mine = { runId: readableText(input.runId), questionId: readableText(input.questionId), question: readableText(input.question) };
+  const differing = (['runId', 'questionId', 'question'] as const).filter((field) => existing[field] !== mine[field]);
+  if (differing.length === 0) return;
+  throw ApplicationFailure.nonRetryable(
+    `finishTrajectory: trajectory id ${JSON.stringify(input.trajectoryId)} already holds another trajectory ` +
+      `(run ${JSON.stringify(existing.runId)}, question ${JSON.stringify(existing.questionId)}); this one is run ` +
+      `${JSON.stringify(mine.runId)}, question ${JSON.stringify(mine.questionId)} (${differing.join(', ')} differ), and replayed its turns. ` +
+      'Give this run, evaluation or warm start an id no earlier one used',
+    errorTypes.corrupt,
+  );
+}
+
 async function readTurns(blobs: BlobStore, id: string, turns: number) {
   const out: { generation: GenerationRecord; tools?: ToolsRecord }[] = [];
   for (let start = 0; start < turns; start += 32) {
@@ -73,7 +92,10 @@ export function createFinishActivities({ blobs, trajectories, judge }: FinishDep
   return {
     async finishTrajectory(input: FinishTrajectoryInput): Promise<FinishTrajectoryResult> {
       const existing = await trajectories.get(input.trajectoryId);
-      if (existing) return { reward: existing.reward, rewardParts: existing.rewardParts, recordKey: existing.recordKey, written: false };
+      if (existing) {
+        refuseForeignTrajectory(existing, input);
+        return { reward: existing.reward, rewardParts: existing.rewardParts, recordKey: existing.recordKey, written: false };
+      }
       const turns = await readTurns(blobs, input.trajectoryId, input.turns);
       // What is scored and written to Postgres (text and jsonb refuse NUL; unpaired surrogates are not Unicode): the
       // parser already cleans answers, this also covers questions, gold answers and ids from a dataset or a hand-started

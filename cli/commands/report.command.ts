@@ -7,7 +7,7 @@ import type { BenchmarkResultStore } from '../../activities/ports/benchmark-resu
 import { openServices } from '../../composition/services.js';
 import { integerFlag, parseFlags } from '../arguments.js';
 import { UsageError, type Command } from '../command.js';
-import { demoEvaluationPrefix } from '../report/gather-report.js';
+import { demoEvaluationPrefixes } from '../report/gather-report.js';
 import { formatReportSummary } from '../report/report-summary.js';
 import { loadChartRuntime, writeReport } from '../report/write-report.js';
 
@@ -24,7 +24,7 @@ async function resolveRun(
     throw new UsageError(`--run: no run to report on${hint}; train or run the demo first, or name one with --run <id>`);
   }
   const known =
-    (await source.countTrajectories(requested, [demoEvaluationPrefix(requested)])) > 0 ||
+    (await source.countTrajectories(requested, demoEvaluationPrefixes(requested))) > 0 ||
     fs.existsSync(path.join(home, 'reports', `${requested}.json`)) ||
     (await benchmarks.get(requested)) !== undefined;
   if (!known) throw new UsageError(`--run "${requested}" has no trajectories, no demo report and no benchmark result${hint}`);

@@ -15,6 +15,7 @@ import { evaluationSummarySchema, type EvaluationSummary } from '../../activitie
 import type { BlobStore } from '../../activities/ports/blob-store.port.js';
 import type { BenchmarkResultStore } from '../../activities/ports/benchmark-result-store.port.js';
 import { readTransferResult, transferBenchmarkName, type TransferResult } from '../../bench/transfer-benchmark.js';
+import { evaluationRunId } from '../../workflows/contracts/evaluation.contract.js';
 import type { ReportSource, ReportTrajectoryRow } from '../../infra/postgres/report-source.pg.js';
 import {
   learnerStateQuery,
@@ -59,8 +60,11 @@ export interface GatheredReport {
   readonly views: readonly { view: TrajectoryView; behaviour: TrajectoryBehaviour }[];
 }
 
-/** The demo's held-out evaluations are trajectories named `<run>-eval-<stage>-<i>`. */
-export const demoEvaluationPrefix = (runId: string) => `${runId}-eval-`;
+/**
+ * The demo's held-out evaluations (result ids `<run>-eval-<stage>`): their trajectories are named
+ * `eval-<run>-eval-<stage>-q<i>-s<j>` (evaluationTrajectoryId), and `<run>-eval-<stage>-…` in demos before it.
+ */
+export const demoEvaluationPrefixes = (runId: string) => [`${runId}-eval-`, evaluationRunId(`${runId}-eval-`)];
 
 interface LearnerFacts {
   readonly history: readonly StepStats[];
@@ -348,17 +352,25 @@ export async function gatherReport(sources: ReportSources, options: GatherOption
   const { runId } = options;
   const limit = options.maxTrajectories ?? 2000;
   const notes: string[] = [];
-  const prefixes = [demoEvaluationPrefix(runId)];
-  const [rows, total, consumed, learner, transfer] = await Promise.all([
+  const transfer = await transferOf(sources.benchmarks, runId, notes);
+  // A transfer benchmark's trajectories are its modes' (runs <run>-<mode>, warm start or learner) and its evaluations'.
+  const modeRuns = new Set(transfer?.modes.map((mode) => `${runId}-${mode.mode}`) ?? []);
+  const evaluationPrefixes = [
+    ...demoEvaluationPrefixes(runId),
+    ...(transfer ? [...modeRuns, `${runId}-start`].map((resultId) => `${evaluationRunId(resultId)}-`) : []),
+  ];
+  // `<run>-<mode>-…` and `<run>-start-…`: the modes' own trajectories, and evaluations stored before their ids began with eval-.
+  const prefixes = [...evaluationPrefixes, ...(transfer ? [...modeRuns, `${runId}-start`].map((name) => `${name}-`) : [])];
+  const [rows, total, consumed, learner] = await Promise.all([
     sources.source.trajectories(runId, prefixes, limit),
     sources.source.countTrajectories(runId, prefixes),
     sources.source.consumed(runId),
     learnerFacts(sources.client, sources.home, runId, notes),
-    transferOf(sources.benchmarks, runId, notes),
   ]);
   if (total > rows.length) notes.push(`${total} trajectories; the report reads the first ${rows.length} (--max-trajectories)`);
   if (!learner && !transfer) notes.push('no learner statistics: no learner workflow and no demo report for this run');
-  const isTraining = (row: ReportTrajectoryRow) => row.runId === runId && !row.trajectoryId.startsWith(prefixes[0]!);
+  const isTraining = (row: ReportTrajectoryRow) =>
+    (row.runId === runId || modeRuns.has(row.runId)) && !evaluationPrefixes.some((prefix) => row.trajectoryId.startsWith(prefix));
   const versionOf = (row: ReportTrajectoryRow) => (row.versions.length ? Math.max(...row.versions) : 0);
 
   const loaded = await mapLimited(

@@ -141,6 +141,17 @@ export interface EvaluationActivities {
 
 export const evaluationStateQuery = defineQuery<EvaluationState>('evaluationState');
 
+/** The run id an evaluation's trajectories carry (they stay out of every training buffer). */
+export const evaluationRunId = (resultId: string) => `eval-${resultId}`;
+
+/**
+ * The workflow (and trajectory) id of an evaluation's sample: under its own run id, so it can never be a
+ * learner's or a warm start's `<run>-q<i>-s<j>` when the result is named like that run (a shared id
+ * replays the other trajectory: see finishTrajectory).
+ */
+export const evaluationTrajectoryId = (resultId: string, index: number, sample: number) =>
+  `${evaluationRunId(resultId)}-q${index}-s${sample}`;
+
 /** Blob keys of an evaluation. */
 export const evaluationKeys = {
   result: (resultId: string) => `evaluations/${resultId}/result.json`,
