@@ -31,3 +31,24 @@ export async function refuseConcurrentTraining(client: Client, ownWorkflowIds: r
     );
   }
 }
+
+/**
+ * Refuse (exit 2) run ids that already have trajectories. A trajectory's id (`<run>-q<i>-s<j>`) keys
+ * its durable transcript: a second run under the same id would replay the first one's rollouts
+ * instead of sampling its own (and finishTrajectory refuses them when their questions differ).
+ */
+export async function refuseUsedRunIds(
+  trajectories: { countTrajectories(runId: string, idPrefixes: readonly string[]): Promise<number> },
+  runIds: readonly string[],
+  flag: string,
+): Promise<void> {
+  for (const runId of runIds) {
+    const count = await trajectories.countTrajectories(runId, [`${runId}-q`]);
+    if (count > 0)
+      throw new LonghaulError(
+        errorTypes.invalidInput,
+        `run ${JSON.stringify(runId)} already has ${count} trajectories on this stack; a new run under the same id would replay them instead of sampling its own. Choose another --${flag} (\`longhaul report --run ${runId}\` shows the old one)`,
+        { field: `--${flag}` },
+      );
+  }
+}

@@ -5,10 +5,13 @@
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { test } from 'node:test';
-import { refuseConcurrentTraining } from '../cli/training-guard.js';
+import { refuseConcurrentTraining, refuseUsedRunIds } from '../cli/training-guard.js';
+import { createPgReportSource } from '../infra/postgres/report-source.pg.js';
+import { createPgTrajectoryStore } from '../infra/postgres/trajectory-store.pg.js';
 import { LonghaulError } from '../workflows/contracts/errors.js';
 import { learnerWorkflowType } from '../workflows/contracts/learner.contract.js';
 import { openContext, uniquePrefix } from './helpers/stack.js';
+import { writeTrajectory } from './helpers/trajectories.js';
 
 test('a command that starts training is refused while another run trains on the stack, naming it', async () => {
   const prefix = uniquePrefix('guard');
@@ -40,6 +43,44 @@ test('a command that starts training is refused while another run trains on the 
     assert.doesNotMatch(others, new RegExp(workflowId));
   } finally {
     await handle.terminate('test over');
+    await context.close();
+  }
+});
+
+test('a run id that already has trajectories is refused, naming the flag: a new run under it would replay them', async () => {
+  const prefix = uniquePrefix('usedrun');
+  const context = await openContext(prefix);
+  try {
+    const source = createPgReportSource(context.pool);
+    const used = `${prefix}used`;
+    // Under another run id but named like this run's rollouts (an old evaluation named like the run): counted too.
+    const named = `${prefix}named`;
+    await writeTrajectory({ blobs: context.blobs, trajectories: createPgTrajectoryStore(context.pool) }, used, {
+      id: `${used}-q0-s0`,
+      questionId: 'q0',
+      reward: 1,
+      version: 0,
+    });
+    await writeTrajectory({ blobs: context.blobs, trajectories: createPgTrajectoryStore(context.pool) }, `eval-${named}`, {
+      id: `${named}-q3-s0`,
+      questionId: 'q3',
+      reward: 0,
+      version: 0,
+    });
+    await refuseUsedRunIds(source, [`${prefix}fresh`], 'run-id'); // nothing under it: no refusal
+    for (const runId of [used, named]) {
+      const refusal = await refuseUsedRunIds(source, [`${prefix}fresh`, runId], 'run-id').then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      assert.ok(LonghaulError.is(refusal), String(refusal));
+      assert.equal(refusal.code, 'LonghaulInvalidInput');
+      assert.equal(
+        refusal.message,
+        `--run-id: run "${runId}" already has 1 trajectories on this stack; a new run under the same id would replay them instead of sampling its own. Choose another --run-id (\`longhaul report --run ${runId}\` shows the old one)`,
+      );
+    }
+  } finally {
     await context.close();
   }
 });

@@ -33,7 +33,8 @@ import { UsageError } from '../command.js';
 import { preflight } from '../preflight.js';
 import { restartInference } from '../restart-inference.js';
 import { cancelLeftoverRollouts } from '../leftover-rollouts.js';
-import { refuseConcurrentTraining } from '../training-guard.js';
+import { refuseConcurrentTraining, refuseUsedRunIds } from '../training-guard.js';
+import { createPgReportSource } from '../../infra/postgres/report-source.pg.js';
 import { demoRolloutTemperature, rlRewardMetrics } from '../demo/plan.js';
 import { resolveDataset } from './eval.command.js';
 import { repositoryCommit } from '../../composition/benchmark-runner.js';
@@ -276,6 +277,11 @@ shows it as a table and charts.
     try {
       const client = await services.client();
       await refuseConcurrentTraining(client, []);
+      await refuseUsedRunIds(
+        createPgReportSource(services.pool),
+        modeNames.map((mode) => `${runId}-${mode}`),
+        'run-id',
+      );
       const latest = await services.versions.latest();
       if (!latest) throw new UsageError('--start-version: no policy version is registered yet; run `longhaul model prepare` first');
       const startVersion = requestedVersion ?? latest.version;

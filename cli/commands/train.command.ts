@@ -26,7 +26,8 @@ import { followWorkflow } from '../follow-workflow.js';
 import { jsonObjectFlag, preflight } from '../preflight.js';
 import { progressBar } from '../progress.js';
 import { startVersionFlag, startVersionRequest } from '../start-version.js';
-import { refuseConcurrentTraining } from '../training-guard.js';
+import { refuseConcurrentTraining, refuseUsedRunIds } from '../training-guard.js';
+import { createPgReportSource } from '../../infra/postgres/report-source.pg.js';
 
 /** The flag behind each learner input field, for preflight refusals. */
 const learnerFlags = {
@@ -270,6 +271,7 @@ flag and the field).`,
       await services.blobs.put(datasetKey, text, 'application/x-ndjson');
       const client = await services.client();
       await refuseConcurrentTraining(client, [`learner-${runId}`]);
+      await refuseUsedRunIds(createPgReportSource(services.pool), [runId], 'run-id');
       const startVersion = await startVersionFlag(services.versions, requestedStartVersion, 'start-version');
       const handle = await client.workflow.start(learnerWorkflowType, {
         taskQueue: taskQueueName('agent', settings.taskQueuePrefix),

@@ -21,7 +21,8 @@ import { followWorkflow } from '../follow-workflow.js';
 import { preflight } from '../preflight.js';
 import { progressBar } from '../progress.js';
 import { startVersionFlag, startVersionRequest } from '../start-version.js';
-import { refuseConcurrentTraining } from '../training-guard.js';
+import { refuseConcurrentTraining, refuseUsedRunIds } from '../training-guard.js';
+import { createPgReportSource } from '../../infra/postgres/report-source.pg.js';
 import { describeProgress, pendingActivityProgress } from '../activity-progress.js';
 
 /** Follow a warm-start run with progress bars (trajectories, then the engine's updates) until it ends. */
@@ -148,6 +149,7 @@ queue, publishing one new policy version. Survives any crash; watch it in the We
       const client = await services.client();
       const workflowId = `warm-start-${runId}`;
       await refuseConcurrentTraining(client, [workflowId]);
+      await refuseUsedRunIds(createPgReportSource(services.pool), [runId], 'run-id');
       const startVersion = await startVersionFlag(services.versions, requestedStartVersion, 'start-version');
       await services.blobs.put(datasetKey, text, 'application/x-ndjson');
       const handle = await client.workflow.start(warmStartWorkflowType, {
