@@ -85,6 +85,19 @@ async function putDataset(context: TestContext, key: string): Promise<void> {
   await context.blobs.put(key, questions.map((row) => JSON.stringify(row)).join('\n') + '\n', 'application/x-ndjson');
 }
 
+/** The agent in this process with the scripted policy and, unless given, drifting tools. */
+function scriptedAgent(context: TestContext, options: Partial<Parameters<typeof createInProcessAgent>[0]> = {}) {
+  return createInProcessAgent({
+    config: context.config,
+    blobs: context.blobs,
+    pool: context.pool,
+    backend: createScriptedPolicy(),
+    tools: driftingTools(),
+    prefix: context.config.taskQueuePrefix,
+    ...options,
+  });
+}
+
 function answersOf(context: TestContext, resultId: string) {
   return context.blobs.get(evaluationKeys.result(resultId)).then((body) => {
     const result = evaluationResultSchema.parse(JSON.parse(body.toString()));
@@ -100,15 +113,7 @@ test(
     const tools = driftingTools();
     const judge = flakyJudge(2);
     try {
-      const agent = await createInProcessAgent({
-        config: context.config,
-        blobs: context.blobs,
-        pool: context.pool,
-        backend: createScriptedPolicy(),
-        tools,
-        prefix: context.config.taskQueuePrefix,
-        judge,
-      });
+      const agent = await scriptedAgent(context, { tools, judge });
       const tag = context.config.taskQueuePrefix.replace(/-$/, '');
       const datasetKey = `evaluations/datasets/${tag}.jsonl`;
       await putDataset(context, datasetKey);
@@ -198,15 +203,7 @@ test(
 test('an evaluation with bad input fails at once, naming the field', { timeout: 60_000 }, async () => {
   const context = await openContext(uniquePrefix('evalbad'));
   try {
-    const agent = await createInProcessAgent({
-      config: context.config,
-      blobs: context.blobs,
-      pool: context.pool,
-      backend: createScriptedPolicy(),
-      tools: driftingTools(),
-      prefix: context.config.taskQueuePrefix,
-      roles: ['agent'],
-    });
+    const agent = await scriptedAgent(context, { roles: ['agent'] });
     const error = await agent.run(() =>
       context.client.workflow
         .execute(evaluationWorkflowType, {
@@ -241,14 +238,7 @@ test(
   async () => {
     const context = await openContext(uniquePrefix('evalclash'));
     try {
-      const agent = await createInProcessAgent({
-        config: context.config,
-        blobs: context.blobs,
-        pool: context.pool,
-        backend: createScriptedPolicy(),
-        tools: driftingTools(),
-        prefix: context.config.taskQueuePrefix,
-      });
+      const agent = await scriptedAgent(context);
       const tag = context.config.taskQueuePrefix.replace(/-$/, '');
       const datasetKey = `evaluations/datasets/${tag}.jsonl`;
       await putDataset(context, datasetKey);
