@@ -38,21 +38,44 @@ export async function serveForEvaluation(
     throw new UsageError(
       `--version ${version}: the gpu-infer worker serves one policy version, and ${training.workflowId} (${training.type}) is training on it now; evaluating v${version} would switch its rollouts to v${version}. Wait for it to finish, or evaluate the latest (v${latest}: leave out --version)`,
     );
-  const pinned = process.env.LONGHAUL_POLICY_VERSION;
   log(`serving v${version} for this evaluation: restarting worker-gpu-infer on it (the latest is v${latest})`);
-  await restartInference(version);
-  let restored = false;
-  const restore = async () => {
-    if (restored) return;
-    restored = true;
-    await restartInference(pinned === undefined ? undefined : Number(pinned));
-    log(
-      `worker-gpu-infer serves ${pinned === undefined ? `the latest version (v${latest})` : `v${pinned} (LONGHAUL_POLICY_VERSION)`} again`,
-    );
-  };
-  const unregister = onInterrupt(`restart worker-gpu-infer on ${pinned === undefined ? 'the latest version' : `v${pinned}`}`, restore);
-  return async () => {
-    unregister();
-    await restore();
+  const worker = inferenceSwitch(log, latest);
+  await worker.serve(version);
+  return () => worker.restore();
+}
+
+export interface InferenceSwitch {
+  /** Restart the gpu-infer worker on `version`; the first switch arms the restore on Ctrl-C. */
+  serve(version: number): Promise<void>;
+  /** Put the worker back on what it served before, once (nothing when nothing was switched). */
+  restore(): Promise<void>;
+}
+
+/**
+ * The gpu-infer worker switched between versions by one command and put back on what it served before
+ * (the latest, or LONGHAUL_POLICY_VERSION) exactly once: when the command ends, or on Ctrl-C as an
+ * interrupt cleanup — the handler exits after a short grace, often before the command's finally has run.
+ * `latest` only names the latest version in the log line.
+ */
+export function inferenceSwitch(log: (line: string) => void, latest?: number): InferenceSwitch {
+  const pinned = process.env.LONGHAUL_POLICY_VERSION;
+  const before =
+    pinned === undefined ? `the latest version${latest === undefined ? '' : ` (v${latest})`}` : `v${pinned} (LONGHAUL_POLICY_VERSION)`;
+  let restoring: Promise<void> | undefined;
+  let unregister: (() => void) | undefined;
+  const putBack = () =>
+    (restoring ??= restartInference(pinned === undefined ? undefined : Number(pinned)).then(() =>
+      log(`worker-gpu-infer serves ${before} again`),
+    ));
+  return {
+    async serve(version) {
+      unregister ??= onInterrupt(`restart worker-gpu-infer on ${pinned === undefined ? 'the latest version' : `v${pinned}`}`, putBack);
+      await restartInference(version);
+    },
+    async restore() {
+      if (!unregister) return;
+      unregister();
+      await putBack();
+    },
   };
 }

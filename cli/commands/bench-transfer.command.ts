@@ -31,8 +31,7 @@ import { parseWarmStartInput } from '../../workflows/contracts/warm-start.input.
 import { integerFlag, parseFlags, rateFlag } from '../arguments.js';
 import { UsageError } from '../command.js';
 import { preflight } from '../preflight.js';
-import { onInterrupt } from '../interrupt.js';
-import { restartInference } from '../restart-inference.js';
+import { inferenceSwitch } from '../restart-inference.js';
 import { cancelLeftoverRollouts } from '../leftover-rollouts.js';
 import { refuseConcurrentTraining, refuseUsedRunIds } from '../training-guard.js';
 import { createPgReportSource } from '../../infra/postgres/report-source.pg.js';
@@ -273,15 +272,7 @@ shows it as a table and charts.
     const settings = config();
     await stackUp(settings, { workers: true });
     const services = openServices(settings, { poolSize: 4 });
-    const servedBefore = process.env.LONGHAUL_POLICY_VERSION;
-    // Put the gpu-infer worker back on what it served before, once: when the bench ends, and on Ctrl-C
-    // (the interrupt handler exits after a short grace, often before this command's finally has run).
-    let restoring: Promise<void> | undefined;
-    const restore = () =>
-      (restoring ??= restartInference(servedBefore === undefined ? undefined : Number(servedBefore)).then(() =>
-        console.error(`worker-gpu-infer serves ${servedBefore === undefined ? 'the latest version' : `v${servedBefore}`} again`),
-      ));
-    let unregisterRestore: (() => void) | undefined;
+    const inference = inferenceSwitch((line) => console.error(line));
     try {
       const client = await services.client();
       await refuseConcurrentTraining(client, []);
@@ -331,10 +322,7 @@ shows it as a table and charts.
           blobs: services.blobs,
           versions: services.versions,
           results: createPgBenchmarkResultStore(services.pool),
-          serveVersion: async (version) => {
-            unregisterRestore ??= onInterrupt('restart worker-gpu-infer on the version it served before', restore);
-            await restartInference(version);
-          },
+          serveVersion: (version) => inference.serve(version),
           cancelLeftoverRollouts: (learnerRunId) => cancelLeftoverRollouts(client, learnerRunId),
           log: (line) => console.error(line),
         },
@@ -345,12 +333,11 @@ shows it as a table and charts.
       console.log(JSON.stringify(result));
       return 0;
     } finally {
-      if (unregisterRestore) {
-        unregisterRestore();
-        await restore().catch((error: unknown) =>
+      await inference
+        .restore()
+        .catch((error: unknown) =>
           console.error(`worker-gpu-infer could not be restarted on the version it served before: ${(error as Error).message}`),
         );
-      }
       await services.close();
     }
   },

@@ -355,12 +355,11 @@ export async function gatherReport(sources: ReportSources, options: GatherOption
   const transfer = await transferOf(sources.benchmarks, runId, notes);
   // A transfer benchmark's trajectories are its modes' (runs <run>-<mode>, warm start or learner) and its evaluations'.
   const modeRuns = new Set(transfer?.modes.map((mode) => `${runId}-${mode.mode}`) ?? []);
-  const evaluationPrefixes = [
-    ...demoEvaluationPrefixes(runId),
-    ...(transfer ? [...modeRuns, `${runId}-start`].map((resultId) => `${evaluationRunId(resultId)}-`) : []),
-  ];
+  // Its evaluations are named like its modes' runs, and the start's `<run>-start`.
+  const transferNames = transfer ? [...modeRuns, `${runId}-start`] : [];
+  const evaluationPrefixes = [...demoEvaluationPrefixes(runId), ...transferNames.map((resultId) => `${evaluationRunId(resultId)}-`)];
   // `<run>-<mode>-…` and `<run>-start-…`: the modes' own trajectories, and evaluations stored before their ids began with eval-.
-  const prefixes = [...evaluationPrefixes, ...(transfer ? [...modeRuns, `${runId}-start`].map((name) => `${name}-`) : [])];
+  const prefixes = [...evaluationPrefixes, ...transferNames.map((name) => `${name}-`)];
   const [rows, total, consumed, learner] = await Promise.all([
     sources.source.trajectories(runId, prefixes, limit),
     sources.source.countTrajectories(runId, prefixes),
