@@ -32,6 +32,7 @@ import {
   trajectoryFailedSignal,
   trajectoryFinishedSignal,
   trajectoryStateQuery,
+  formatRewardMetrics,
   type CarriedState,
   type StopReason,
   type TrajectoryInput,
@@ -304,8 +305,8 @@ async function episode(raw: TrajectoryInput): Promise<TrajectoryResult> {
       generatedTokens: state.generatedTokens,
       versionsUsed: state.versionsUsed,
       rewardMetric: input.rewardMetric,
-      // Only f1_format rewards send their weight, so the activity input of every other trajectory (and its history) is unchanged.
-      ...(input.rewardMetric === 'f1_format' ? { rewardFormatWeight: input.rewardFormatWeight } : {}),
+      // Only rewards with a format term send its weight, so the activity input of every other trajectory (and its history) is unchanged.
+      ...(formatRewardMetrics.includes(input.rewardMetric) ? { rewardFormatWeight: input.rewardFormatWeight } : {}),
       // Only forks carry it, so the activity input of every other trajectory (and its history) is unchanged.
       ...(input.forkOf ? { forkOf: input.forkOf } : {}),
     });

@@ -28,7 +28,7 @@ async function judged(judge: Judge | undefined, input: FinishTrajectoryInput): P
   if (!judge) {
     throw ApplicationFailure.nonRetryable(
       'finishTrajectory: rewardMetric "judge" needs an LLM judge and this agent worker has none: set LONGHAUL_JUDGE_BASE_URL ' +
-        '(or LONGHAUL_OPENAI_BASE_URL) to an OpenAI-compatible /v1 endpoint and restart the agent worker, or use rewardMetric "f1", "f1_format", "em" or "cover_em"',
+        '(or LONGHAUL_OPENAI_BASE_URL) to an OpenAI-compatible /v1 endpoint and restart the agent worker, or use rewardMetric "f1", "f1_format", "em", "em_format" or "cover_em"',
       errorTypes.invalidInput,
     );
   }

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { coverExactMatch, exactMatch, f1WithFormat, formatScore, normalizeAnswer, scoreAnswer, tokenF1 } from './metrics.js';
+import { coverExactMatch, exactMatch, formatScore, normalizeAnswer, scoreAnswer, tokenF1, withFormat } from './metrics.js';
 import { parseTrajectoryInput } from '../../workflows/contracts/trajectory.input.js';
 import { LonghaulError } from '../../workflows/contracts/errors.js';
 import { judgeAnswer, judgeMessages, parseVerdict } from './judge.js';
@@ -31,7 +31,7 @@ test('format score is 1 only for an answered trajectory without invalid steps', 
 
 test('no answer scores 0 on every answer metric without throwing', () => {
   const { parts, errors } = scoreAnswer(null, ['Lima'], { turns: 3, invalidSteps: 3, answered: false });
-  assert.deepEqual(parts, { em: 0, f1: 0, cover_em: 0, format: 0, f1_format: 0 });
+  assert.deepEqual(parts, { em: 0, f1: 0, cover_em: 0, format: 0, f1_format: 0, em_format: 0 });
   assert.deepEqual(errors, {});
 });
 
@@ -52,7 +52,26 @@ test('f1_format is 0.9·F1 + 0.1·format by default: graded credit for partial a
   close(scoreAnswer('Lima Peru', ['Lima'], clean, { formatWeight: 0 }).parts.f1_format, 2 / 3, 'weight 0');
   close(scoreAnswer('Paris', ['Lima'], clean, { formatWeight: 1 }).parts.f1_format, 1, 'weight 1');
   close(scoreAnswer('Lima Peru', ['Lima'], clean, { formatWeight: 0.3 }).parts.f1_format, 0.7 * (2 / 3) + 0.3, 'weight 0.3');
-  assert.equal(f1WithFormat(0.5, 1), 0.9 * 0.5 + 0.1);
+  assert.equal(withFormat(0.5, 1), 0.9 * 0.5 + 0.1);
+});
+
+test('em_format credits only the answer itself: a sentence that contains the gold earns the format term alone, unlike f1_format', () => {
+  const clean = { turns: 2, invalidSteps: 0, answered: true };
+  close(scoreAnswer('Lima', ['Lima'], clean).parts.em_format, 1, 'right answer, clean trajectory');
+  close(scoreAnswer('the Lima', ['Lima'], clean).parts.em_format, 1, 'EM normalises articles and case');
+  const sentence = scoreAnswer('The document of Peru states that its capital is Lima.', ['Lima'], clean).parts;
+  close(sentence.em_format, 0.1, 'a sentence containing the gold: the format term only');
+  assert.ok(sentence.f1_format! > 0.2, `f1_format pays the same sentence ${sentence.f1_format}`);
+  close(scoreAnswer('Paris', ['Lima'], clean).parts.em_format, 0.1, 'wrong answer, clean trajectory');
+  close(
+    scoreAnswer('Lima', ['Lima'], { turns: 4, invalidSteps: 1, answered: true }).parts.em_format,
+    0.9 + 0.1 * 0.75,
+    'one step of 4 invalid',
+  );
+  close(scoreAnswer(null, ['Lima'], { turns: 4, invalidSteps: 0, answered: false }).parts.em_format, 0.05, 'no answer, valid steps');
+  close(scoreAnswer('Lima', ['Lima'], clean, { formatWeight: 0.3 }).parts.em_format, 1, 'weight 0.3, right');
+  close(scoreAnswer('Paris', ['Lima'], clean, { formatWeight: 0.3 }).parts.em_format, 0.3, 'weight 0.3, wrong');
+  assert.equal(parseTrajectoryInput({ question: 'q', rewardMetric: 'em_format', rewardFormatWeight: 0.2 }).rewardFormatWeight, 0.2);
 });
 
 test('f1_format of an absent or invalid answer is above 0 only through the format term, and never throws', () => {

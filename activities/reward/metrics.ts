@@ -98,16 +98,17 @@ export function formatScore({ turns, invalidSteps, answered }: FormatStats): num
 /** The metrics computed from the answer itself (every reward metric but the judge's, plus the format score). */
 export type MetricName = Exclude<RewardMetric, 'judge'> | 'format';
 
-/** The weight of the format term in `f1_format` when the trajectory does not set `rewardFormatWeight`. */
+/** The weight of the format term in `f1_format` and `em_format` when the trajectory does not set `rewardFormatWeight`. */
 export const defaultRewardFormatWeight = 0.1;
 
 /**
- * Graded credit with a format term: (1 − w)·F1 + w·format, w in [0, 1] (default 0.1, so 0.9·F1 + 0.1·format).
- * A wrong or missing answer has F1 0 and earns at most w, only through a well-formed trajectory;
- * a right answer from a clean trajectory earns 1.
+ * The answer's credit with a format term: (1 − w)·score + w·format, w in [0, 1] (default 0.1). `f1_format` passes F1
+ * (graded: a partial answer, or a sentence that contains the gold, earns some), `em_format` passes EM (only the answer
+ * itself earns). A wrong or missing answer earns at most w, only through a well-formed trajectory; a right answer from
+ * a clean trajectory earns 1.
  */
-export function f1WithFormat(f1: number, format: number, formatWeight: number = defaultRewardFormatWeight): number {
-  return (1 - formatWeight) * f1 + formatWeight * format;
+export function withFormat(score: number, format: number, formatWeight: number = defaultRewardFormatWeight): number {
+  return (1 - formatWeight) * score + formatWeight * format;
 }
 
 export interface RewardParts {
@@ -116,8 +117,8 @@ export interface RewardParts {
 }
 
 /**
- * Every metric, each guarded: a metric that throws scores 0 and its error is kept. `f1_format` is
- * computed from the F1 and format parts (each 0 if it failed) with `formatWeight` (default 0.1).
+ * Every metric, each guarded: a metric that throws scores 0 and its error is kept. `f1_format` and `em_format` are
+ * computed from the F1 (or EM) and format parts (each 0 if it failed) with `formatWeight` (default 0.1).
  */
 export function scoreAnswer(
   prediction: string | null,
@@ -133,7 +134,8 @@ export function scoreAnswer(
     cover_em: () => (prediction === null ? 0 : coverExactMatch(prediction, golds)),
     format: () => formatScore(format),
     // Runs after f1 and format (insertion order), from their guarded values.
-    f1_format: () => f1WithFormat(parts.f1 ?? 0, parts.format ?? 0, options.formatWeight),
+    f1_format: () => withFormat(parts.f1 ?? 0, parts.format ?? 0, options.formatWeight),
+    em_format: () => withFormat(parts.em ?? 0, parts.format ?? 0, options.formatWeight),
   };
   for (const [name, metric] of Object.entries(metrics)) {
     try {

@@ -280,7 +280,8 @@ terminates them; an evaluation then keeps the questions it had scored).
   --band-probe           probe the candidates before RL (the default of --full)
   --band-k K             probe samples per candidate (default 4)   --no-band   no probe (--full)
   --temperature T        RL rollouts' sampling temperature, the probe's too (default ${demoRolloutTemperature}; > 0)
-  --reward METRIC        RL reward: f1_format (0.9·F1 + 0.1·format, default), f1, em, cover_em
+  --reward METRIC        RL reward: f1_format (0.9·F1 + 0.1·format, default), em_format (0.9·EM +
+                         0.1·format: no credit for a sentence that contains the gold), f1, em, cover_em
   --no-curriculum        one group per training question, each question once, in order (RL ends
                          early when they run out: steps × batch / group questions are needed). The
                          default, the learner's curriculum, keeps drawing groups of an active set and

@@ -151,9 +151,11 @@ Web UI (search attribute LonghaulRunId) or with \`longhaul temporal workflow que
   --selection S       how a step picks its batch from the buffer: expiring (default: the groups this step
                       is the last able to train, then the freshest), freshest, or priority (groups whose
                       rewards differ most from their mean, weighted by length)
-  --reward METRIC     the reward: f1 (default), em, cover_em, judge, or f1_format = (1 − W)·F1 + W·format
+  --reward METRIC     the reward: f1 (default), em, cover_em, judge, f1_format = (1 − W)·F1 + W·format
                       (graded credit plus a term for well-formed steps and an answer, so groups differ
-                      even when no answer is right)   --format-weight W   W in [0, 1] (default 0.1)
+                      even when no answer is right), or em_format = (1 − W)·EM + W·format (credit for the
+                      answer alone: F1 also pays a sentence that contains the gold, and RL on it learns to
+                      answer in sentences, docs/BENCHMARKS.md "Session 26")   --format-weight W   W in [0, 1] (default 0.1)
   --start-version N   policy version to train (default: the latest; an older one is registered again
                       as latest + 1, since every step publishes base + 1)
   --hyperparameters J train-step hyperparameters as JSON over the defaults, with the engine's names

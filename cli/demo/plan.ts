@@ -211,7 +211,7 @@ function numberIn(value: string | boolean | undefined, flag: string, fallback: n
 const text = (value: string | boolean | undefined): string | undefined => (typeof value === 'string' ? value : undefined);
 
 /** The rewards RL may train on in the demo (the judge needs a model server). */
-export const rlRewardMetrics = ['f1_format', 'f1', 'em', 'cover_em'] as const;
+export const rlRewardMetrics = ['f1_format', 'em_format', 'f1', 'em', 'cover_em'] as const;
 
 /** `--band LOW,HIGH`: both in [0, 1], LOW < HIGH. */
 export function parseBand(value: string | undefined): { low: number; high: number } {

@@ -85,7 +85,7 @@ export interface FinishTrajectoryInput {
   readonly generatedTokens: number;
   readonly versionsUsed: readonly number[];
   readonly rewardMetric: RewardMetric;
-  /** The format term's weight when rewardMetric is "f1_format" (only sent then, so other histories are unchanged). @default 0.1 */
+  /** The format term's weight when rewardMetric is "f1_format" or "em_format" (only sent then, so other histories are unchanged). @default 0.1 */
   readonly rewardFormatWeight?: number;
   /** A fork's parent and branch turn, kept in the record. */
   readonly forkOf?: ForkLineage;

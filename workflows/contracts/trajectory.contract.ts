@@ -19,11 +19,13 @@ export const invalidPolicies = ['continue', 'stop'] as const;
 export type InvalidPolicy = (typeof invalidPolicies)[number];
 /**
  * What a finished trajectory's reward is (activities/reward): exact match, token F1, cover exact match,
- * a judge model's score, or graded credit with a format term (`f1_format` = (1 − w)·F1 + w·format,
- * w = `rewardFormatWeight`, default 0.1).
+ * a judge model's score, or an answer's credit with a format term (`f1_format` = (1 − w)·F1 + w·format,
+ * `em_format` = (1 − w)·EM + w·format, w = `rewardFormatWeight`, default 0.1).
  */
-export const rewardMetrics = ['em', 'f1', 'cover_em', 'judge', 'f1_format'] as const;
+export const rewardMetrics = ['em', 'f1', 'cover_em', 'judge', 'f1_format', 'em_format'] as const;
 export type RewardMetric = (typeof rewardMetrics)[number];
+/** The reward metrics with a format term, whose weight is `rewardFormatWeight`. */
+export const formatRewardMetrics: readonly RewardMetric[] = ['f1_format', 'em_format'];
 
 export interface TrajectoryLimits {
   /** Maximum tool-call turns. @default 200 */
@@ -81,7 +83,7 @@ export interface TrajectoryInput {
   readonly options?: Partial<TrajectoryOptions>;
   /** Reward: which metric is "the" reward. @default "f1" */
   readonly rewardMetric?: RewardMetric;
-  /** Weight w of the format term of rewardMetric "f1_format", in [0, 1]: (1 − w)·F1 + w·format. @default 0.1 */
+  /** Weight w of the format term of rewardMetric "f1_format" or "em_format", in [0, 1]: (1 − w)·F1 (or EM) + w·format. @default 0.1 */
   readonly rewardFormatWeight?: number;
   /**
    * Teacher forcing (a gold solution path for the warm start): turn i's output is forcedTurns[i],

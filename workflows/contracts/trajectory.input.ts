@@ -35,7 +35,7 @@ export interface NormalizedTrajectoryInput {
   readonly limits: TrajectoryLimits;
   readonly options: TrajectoryOptions;
   readonly rewardMetric: RewardMetric;
-  /** The format term's weight in "f1_format". */
+  /** The format term's weight in "f1_format" and "em_format". */
   readonly rewardFormatWeight: number;
   readonly forcedTurns: readonly string[];
   readonly scoreForcedTurns: boolean;
