@@ -36,7 +36,7 @@ test('a scripted trajectory searches, answers, and writes one record with its re
     assert.equal(result.turns, 4);
     assert.equal(result.answer, 'Lima');
     assert.equal(result.reward, 1);
-    assert.deepEqual(result.rewardParts, { em: 1, f1: 1, cover_em: 1, format: 1, f1_format: 1 });
+    assert.deepEqual(result.rewardParts, { em: 1, f1: 1, cover_em: 1, format: 1, f1_format: 1, em_format: 1 });
     assert.equal(calls.length, 3, 'three searches, each run once');
     const row = await createPgTrajectoryStore(context.pool).get(workflowId);
     assert.equal(row?.turns, 4);
@@ -76,6 +76,40 @@ test(
       assert.equal(result.turns, 6, 'turns 2, 4, 6 were invalid');
       assert.equal(result.reward, 0);
       assert.equal(result.rewardParts.format, 0.25);
+    } finally {
+      await context.close();
+    }
+  },
+);
+
+test(
+  "em_format and f1_format rewards take the trajectory's format weight; a sentence that contains the gold earns F1 credit, not EM",
+  { timeout: 180_000 },
+  async () => {
+    const context = await openContext(uniquePrefix('format-reward'));
+    try {
+      const workers = await agentWorkers(context, createScriptedPolicy(), createScriptedTools());
+      const sentence = 'The capital of Peru is Lima';
+      const run = (rewardMetric: string, suffix: string) =>
+        context.client.workflow.execute(trajectoryWorkflowType, {
+          taskQueue: context.queue('agent'),
+          workflowId: `${context.queue('agent')}-${suffix}`,
+          args: [
+            {
+              question: `script:{"turns":2,"answer":"${sentence}"} What is the capital of Peru?`,
+              answers: ['Lima'],
+              rewardMetric,
+              rewardFormatWeight: 0.3,
+            },
+          ],
+        }) as Promise<TrajectoryResult>;
+      const [em, f1] = await workers.run(() => Promise.all([run('em_format', 'em'), run('f1_format', 'f1')]));
+      assert.equal(em.answer, sentence);
+      assert.equal(em.rewardParts.em, 0);
+      assert.equal(em.rewardParts.format, 1);
+      assert.ok(Math.abs(em.reward - 0.3) < 1e-12, `em_format at w = 0.3 is the format term alone: ${em.reward}`);
+      const expected = 0.7 * f1.rewardParts.f1! + 0.3;
+      assert.ok(f1.rewardParts.f1! > 0 && Math.abs(f1.reward - expected) < 1e-12, `f1_format at w = 0.3: ${f1.reward} ≠ ${expected}`);
     } finally {
       await context.close();
     }
