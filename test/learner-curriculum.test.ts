@@ -268,7 +268,11 @@ for (const [what, args, message] of [
     /^longhaul: --curriculum-upper \(curriculum\.upper\): the band needs lower < upper, got lower 0\.8 and upper 0\.2/,
   ],
   ['an active set of 0', ['--curriculum', '0'], /^longhaul: --curriculum expects an integer between 1 and 100000, got "0"/],
-  ['an unknown reward', ['--reward', 'f1format'], /^longhaul: --reward \(rewardMetric\): expected one of .*"f1_format", got "f1format"/],
+  [
+    'an unknown reward',
+    ['--reward', 'f1format'],
+    /^longhaul: --reward \(rewardMetric\): expected one of .*"f1_format", "em_format", got "f1format"/,
+  ],
   [
     'a format weight above 1',
     ['--reward', 'f1_format', '--format-weight', '2'],

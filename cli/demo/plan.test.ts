@@ -111,7 +111,7 @@ test('bad flags are refused naming the flag', () => {
     /^--train-candidates 8 is too few for --no-curriculum: .* draw 40 questions/,
   );
   refused({ 'eval-concurrency': '0' }, /^--eval-concurrency expects an integer between 1 and 256/);
-  refused({ reward: 'judge' }, /^--reward expects one of f1_format, f1, em, cover_em/);
+  refused({ reward: 'judge' }, /^--reward expects one of f1_format, em_format, f1, em, cover_em/);
   refused({ 'from-version': '-1' }, /from-version/);
   refused({ 'band-k': '8' }, /^--band-k sets the band probe's samples/);
   refused({ 'band-probe': true, 'no-band': true }, /^--band-probe contradicts --no-band/);
