@@ -320,6 +320,24 @@ describe('the transfer benchmark', () => {
         // The header counts the modes' rollouts (runs <run>-<mode>) and the three evaluations' samples.
         assert.ok(model.summary.trainingTrajectories >= 8, `training trajectories: ${model.summary.trainingTrajectories}`);
         assert.equal(model.summary.heldOutTrajectories, 3 * heldOut.length);
+        // Each mode's learner is its own lineage: its steps, its training reward and its held-out samples.
+        assert.deepEqual(
+          model.steps.map((step) => [step.series, step.step]),
+          [
+            ['freeze', 0],
+            ['full', 0],
+          ],
+        );
+        assert.equal(model.summary.steps, 2, 'the header counts both learners’ steps');
+        assert.ok(model.summary.trainerBusy !== null && model.summary.maxStaleness !== null, 'the learners’ busy share and staleness');
+        assert.deepEqual([...new Set(model.trainingReward.map((point) => point.series))].sort(), [
+          'training reward (freeze)',
+          'training reward (full)',
+        ]);
+        assert.deepEqual(
+          [...new Set(model.heldOut.map((point) => point.series).filter((series) => series.startsWith('held-out EM')))].sort(),
+          ['held-out EM (freeze)', 'held-out EM (full)', 'held-out EM (start)'],
+        );
         assert.match(formatReportSummary(model), /transfer, RL \(EM Avg@1 on 2 held-out questions\): start v\d+ /);
         const html = renderReport(model, loadChartRuntime());
         assert.match(html, /<h2 id="transfer">Transfer by freezing: RL<\/h2>/);
@@ -331,6 +349,10 @@ describe('the transfer benchmark', () => {
         assert.deepEqual(page.errors, [], 'no Vega or page error');
         const accuracy = page.charts.find((entry) => entry.id === 'chart-transfer-accuracy');
         assert.ok(accuracy?.rendered && accuracy.inkShare > 0.01, `the accuracy chart is drawn (${page.screenshot})`);
+        for (const id of ['chart-training-reward', 'chart-staleness-steps', 'chart-trainer-busy']) {
+          const chart = page.charts.find((entry) => entry.id === id);
+          assert.ok(chart?.rendered && chart.inkShare > 0.005, `${id} is drawn, per mode (${page.screenshot})`);
+        }
       } finally {
         fs.rmSync(home, { recursive: true, force: true });
       }

@@ -284,15 +284,22 @@ export function throughput(finishedAt: readonly Date[]): ThroughputPoint[] {
   });
 }
 
-function intervalPoints(rows: readonly { version: number; value: number }[], series: string): IntervalPoint[] {
-  const byVersion = new Map<number, number[]>();
-  for (const row of rows) byVersion.set(row.version, [...(byVersion.get(row.version) ?? []), row.value]);
-  return [...byVersion.entries()]
-    .sort(([a], [b]) => a - b)
-    .map(([version, values]) => {
-      const interval = meanWithInterval(values, { seed: version + 1 });
-      return { version, series, n: interval.n, mean: interval.mean, low: interval.low, high: interval.high };
-    });
+/** Mean and 95 % bootstrap interval per series and version, in series order of first appearance, then by version. */
+function seriesIntervalPoints(rows: readonly { version: number; value: number; series: string }[]): IntervalPoint[] {
+  const bySeries = new Map<string, Map<number, number[]>>();
+  for (const row of rows) {
+    const byVersion = bySeries.get(row.series) ?? new Map<number, number[]>();
+    byVersion.set(row.version, [...(byVersion.get(row.version) ?? []), row.value]);
+    bySeries.set(row.series, byVersion);
+  }
+  return [...bySeries.entries()].flatMap(([series, byVersion]) =>
+    [...byVersion.entries()]
+      .sort(([a], [b]) => a - b)
+      .map(([version, values]) => {
+        const interval = meanWithInterval(values, { seed: version + 1 });
+        return { version, series, n: interval.n, mean: interval.mean, low: interval.low, high: interval.high };
+      }),
+  );
 }
 
 /** Statistics of a JSONL question set (id, question, answers, optional goldTurns and other fields). */
@@ -348,6 +355,60 @@ async function transferOf(store: BenchmarkResultStore | undefined, runId: string
   return result;
 }
 
+/**
+ * A transfer benchmark's RL learners (`learner-<run>-<mode>`), each mode's steps labelled with the mode, and the
+ * header's facts over all of them: steps and samples summed, trainer busy weighted by each learner's wall time.
+ */
+async function transferLearners(
+  sources: ReportSources,
+  runId: string,
+  transfer: TransferResult,
+  notes: string[],
+): Promise<{ steps: StepPoint[]; facts: LearnerFacts } | null> {
+  if (transfer.stage !== 'rl') return null;
+  const modes = await Promise.all(
+    transfer.modes.map(async ({ mode }) => ({ mode, facts: await learnerFacts(sources.client, sources.home, `${runId}-${mode}`, notes) })),
+  );
+  const found = modes.flatMap(({ mode, facts }) => (facts ? [{ mode, facts }] : []));
+  if (!found.length) return null;
+  const steps = found.flatMap(({ mode, facts }) => stepPoints(facts.history, facts.startedAtMs).map((step) => ({ ...step, series: mode })));
+  const sum = (values: readonly (number | null)[]) => (values.every((value) => value !== null) ? values.reduce((a, b) => a + b!, 0) : null);
+  const wall = sum(found.map(({ facts }) => facts.wallSeconds));
+  const busy = sum(
+    found.map(({ facts }) => (facts.trainerBusy === null || facts.wallSeconds === null ? null : facts.trainerBusy * facts.wallSeconds)),
+  );
+  const samples = sum(
+    found.map(({ facts }) =>
+      facts.samplesPerHour === null || facts.wallSeconds === null ? null : (facts.samplesPerHour * facts.wallSeconds) / 3600,
+    ),
+  );
+  const staleness = found.map(({ facts }) => facts.maxStaleness).filter((value) => value !== null);
+  const finals = found.map(({ facts }) => facts.finalVersion).filter((value) => value !== null);
+  return {
+    steps,
+    facts: {
+      history: found.flatMap(({ facts }) => facts.history),
+      startedAtMs: null,
+      samplesPerHour: samples !== null && wall ? (samples * 3600) / wall : null,
+      trainerBusy: busy !== null && wall ? busy / wall : null,
+      maxStaleness: staleness.length ? Math.max(...staleness) : null,
+      wallSeconds: wall,
+      finalVersion: finals.length ? Math.max(...finals) : null,
+    },
+  };
+}
+
+/** A transfer run's trajectory by its lineage: the mode whose run (`<run>-<mode>`) or evaluation it belongs to, or the start. */
+function transferSeriesOf(runId: string, names: readonly string[]): (trajectoryId: string, trajectoryRunId: string) => string | null {
+  return (trajectoryId, trajectoryRunId) => {
+    for (const name of names) {
+      const prefixes = [`${evaluationRunId(`${runId}-${name}`)}-`, `${runId}-${name}-`];
+      if (trajectoryRunId === `${runId}-${name}` || prefixes.some((prefix) => trajectoryId.startsWith(prefix))) return name;
+    }
+    return null;
+  };
+}
+
 export async function gatherReport(sources: ReportSources, options: GatherOptions): Promise<GatheredReport> {
   const { runId } = options;
   const limit = options.maxTrajectories ?? 2000;
@@ -360,12 +421,20 @@ export async function gatherReport(sources: ReportSources, options: GatherOption
   const evaluationPrefixes = [...demoEvaluationPrefixes(runId), ...transferNames.map((resultId) => `${evaluationRunId(resultId)}-`)];
   // `<run>-<mode>-…` and `<run>-start-…`: the modes' own trajectories, and evaluations stored before their ids began with eval-.
   const prefixes = [...evaluationPrefixes, ...transferNames.map((name) => `${name}-`)];
-  const [rows, total, consumed, learner] = await Promise.all([
+  const [rows, total, consumed, ownLearner, modeLearners] = await Promise.all([
     sources.source.trajectories(runId, prefixes, limit),
     sources.source.countTrajectories(runId, prefixes),
     sources.source.consumed(runId),
     learnerFacts(sources.client, sources.home, runId, notes),
+    transfer ? transferLearners(sources, runId, transfer, notes) : null,
   ]);
+  const learner = ownLearner ?? modeLearners?.facts ?? null;
+  // A transfer run's trajectories and steps are drawn per mode (and the start): one line per lineage.
+  const lineageOf = transfer ? transferSeriesOf(runId, [...transfer.modes.map((mode) => mode.mode), 'start']) : () => null;
+  const labelled = (label: string, row: ReportTrajectoryRow) => {
+    const lineage = lineageOf(row.trajectoryId, row.runId);
+    return lineage ? `${label} (${lineage})` : label;
+  };
   if (total > rows.length) notes.push(`${total} trajectories; the report reads the first ${rows.length} (--max-trajectories)`);
   if (!learner && !transfer) notes.push('no learner statistics: no learner workflow and no demo report for this run');
   const isTraining = (row: ReportTrajectoryRow) =>
@@ -421,9 +490,12 @@ export async function gatherReport(sources: ReportSources, options: GatherOption
     ['held-out', heldOut],
   ] as const;
   const heldOutPoints = [
-    ...intervalPoints(
-      heldOut.map((row) => ({ version: versionOf(row), value: row.rewardParts.em ?? 0 })),
-      'demo held-out EM',
+    ...seriesIntervalPoints(
+      heldOut.map((row) => ({
+        version: versionOf(row),
+        value: row.rewardParts.em ?? 0,
+        series: labelled(transfer ? 'held-out EM' : 'demo held-out EM', row),
+      })),
     ),
     ...evaluations.flatMap((result) =>
       result.avgAtK.em === undefined
@@ -440,7 +512,7 @@ export async function gatherReport(sources: ReportSources, options: GatherOption
           ],
     ),
   ];
-  const steps = learner ? stepPoints(learner.history, learner.startedAtMs) : [];
+  const steps = ownLearner ? stepPoints(ownLearner.history, ownLearner.startedAtMs) : (modeLearners?.steps ?? []);
   const trainingTimes = training.map((row) => row.createdAt);
   const spanHours =
     trainingTimes.length > 1 ? (Math.max(...trainingTimes.map(Number)) - Math.min(...trainingTimes.map(Number))) / 3_600_000 : 0;
@@ -458,9 +530,8 @@ export async function gatherReport(sources: ReportSources, options: GatherOption
       wallSeconds: learner?.wallSeconds ?? demoReport(sources.home, runId)?.seconds ?? null,
     },
     steps,
-    trainingReward: intervalPoints(
-      training.map((row) => ({ version: versionOf(row), value: row.reward })),
-      'training reward',
+    trainingReward: seriesIntervalPoints(
+      training.map((row) => ({ version: versionOf(row), value: row.reward, series: labelled('training reward', row) })),
     ),
     heldOut: heldOutPoints,
     staleness: counts(

@@ -147,7 +147,7 @@ export function reportCharts(model: ReportModel): Chart[] {
       id: 'chart-training-reward',
       title: 'Training reward per policy version',
       description:
-        'Mean reward of the training trajectories, grouped by the newest version that generated them, with a 95 % bootstrap interval over trajectories.',
+        'Mean reward of the training trajectories, grouped by the newest version that generated them (one series per mode in a transfer benchmark), with a 95 % bootstrap interval over trajectories.',
       spec: intervalChart(withBounds(model.trainingReward), 'mean reward'),
     });
   if (model.heldOut.length)
@@ -155,9 +155,15 @@ export function reportCharts(model: ReportModel): Chart[] {
       id: 'chart-held-out',
       title: 'Held-out accuracy per policy version',
       description:
-        'Evaluation results (Avg@k with their 95 % bootstrap interval) and the demo’s held-out evaluations (EM per trajectory, 95 % bootstrap interval over questions).',
+        'Evaluation results (Avg@k with their 95 % bootstrap interval) and the run’s own held-out samples: a demo’s stages, a transfer benchmark’s start and modes, one series each (EM per trajectory, 95 % bootstrap interval over questions).',
       spec: intervalChart(withBounds(model.heldOut), 'accuracy', [0, 1]),
     });
+  // Steps of several learners (a transfer benchmark's modes): side by side per step, one colour per learner.
+  const stepSeries = [...new Set(model.steps.map((step) => step.series).filter((series) => series !== undefined))];
+  const bySeries = stepSeries.length
+    ? { xOffset: { field: 'series' }, color: { field: 'series', type: 'nominal', title: null, legend: { orient: 'bottom' } } }
+    : {};
+  const seriesTip = stepSeries.length ? [{ field: 'series' }] : [];
   if (model.steps.length) {
     charts.push({
       id: 'chart-staleness-steps',
@@ -172,7 +178,8 @@ export function reportCharts(model: ReportModel): Chart[] {
         encoding: {
           x: { field: 'step', type: 'ordinal', title: 'training step', axis: { labelAngle: 0 } },
           y: { field: 'maxStaleness', type: 'quantitative', title: 'max staleness (versions)', axis: { tickMinStep: 1 } },
-          tooltip: [{ field: 'step' }, { field: 'version' }, { field: 'maxStaleness' }],
+          ...bySeries,
+          tooltip: [...seriesTip, { field: 'step' }, { field: 'version' }, { field: 'maxStaleness' }],
         },
       },
     });
@@ -189,13 +196,20 @@ export function reportCharts(model: ReportModel): Chart[] {
         encoding: {
           x: { field: 'step', type: 'ordinal', title: 'training step', axis: { labelAngle: 0 } },
           y: { field: 'busyFraction', type: 'quantitative', title: 'busy fraction', scale: { domain: [0, 1] }, axis: { format: '%' } },
-          tooltip: [{ field: 'step' }, { field: 'trainSeconds', format: '.1f' }, { field: 'busyFraction', format: '.0%' }],
+          ...bySeries,
+          tooltip: [...seriesTip, { field: 'step' }, { field: 'trainSeconds', format: '.1f' }, { field: 'busyFraction', format: '.0%' }],
         },
       },
     });
   }
+  // Several learners: each bar is one learner's step ("full 3").
   const phaseRows = model.steps.flatMap((step) =>
-    step.phases.map((phase, order) => ({ step: step.step, phase: phase.phase, seconds: phase.seconds, order })),
+    step.phases.map((phase, order) => ({
+      step: step.series === undefined ? step.step : `${step.series} ${step.step}`,
+      phase: phase.phase,
+      seconds: phase.seconds,
+      order,
+    })),
   );
   if (phaseRows.length)
     charts.push({
@@ -210,7 +224,7 @@ export function reportCharts(model: ReportModel): Chart[] {
         data: { values: phaseRows },
         mark: { type: 'bar' },
         encoding: {
-          x: { field: 'step', type: 'ordinal', title: 'training step', axis: { labelAngle: 0 } },
+          x: { field: 'step', type: 'ordinal', title: 'training step', sort: null, axis: { labelAngle: 0 } },
           y: { field: 'seconds', type: 'quantitative', aggregate: 'sum', title: 'seconds', stack: 'zero' },
           color: { field: 'phase', type: 'nominal', title: 'phase', sort: { field: 'order' } },
           order: { field: 'order', type: 'quantitative' },

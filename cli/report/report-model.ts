@@ -18,6 +18,8 @@ export interface StepPoint {
   readonly busyFraction: number | null;
   /** Where the step's time went, in order (empty when its trainer reported no phases). */
   readonly phases: readonly StepPhase[];
+  /** The learner the step belongs to when a run has several (a transfer benchmark's mode: "freeze", "full"); absent for one. */
+  readonly series?: string;
 }
 
 export interface StepPhase {
