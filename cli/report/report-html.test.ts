@@ -346,6 +346,20 @@ test('the summary names per-version rewards with intervals, held-out series and 
   assert.match(summary, /max staleness 1 · trainer busy 50 % · 100 samples\/h/);
 });
 
+test('the summary gives each training-reward series its own line (a transfer run’s modes are separate lineages)', () => {
+  const summary = formatReportSummary(
+    emptyModel({
+      trainingReward: [
+        { version: 68, series: 'training reward (freeze)', n: 4, mean: 0.25, low: 0, high: 0.5 },
+        { version: 71, series: 'training reward (full)', n: 4, mean: 0.5, low: 0.25, high: 0.75 },
+      ],
+    }),
+  );
+  assert.match(summary, /^training reward \(freeze\) per version \(mean \[95 % CI\]\): v68 0\.250 \[0\.000, 0\.500\]$/m);
+  assert.match(summary, /^training reward \(full\) per version \(mean \[95 % CI\]\): v71 0\.500 \[0\.250, 0\.750\]$/m);
+  assert.doesNotMatch(summary, /v68 [^\n]*→ v71/, 'no line joins the two modes');
+});
+
 test('a trajectory child says in the Web UI what it is and where to read it, within the summary limit', () => {
   const metadata = trajectoryMetadata({
     workflowId: 'learner-r-g1-s0',

@@ -22,18 +22,19 @@ export function formatReportSummary(model: ReportModel): string {
     `Longhaul report ${model.runId}`,
     `trajectories: ${summary.trainingTrajectories} training, ${summary.heldOutTrajectories} held-out · steps ${summary.steps}${summary.finalVersion === null ? '' : ` · final version v${summary.finalVersion}`}`,
   ];
-  if (model.trainingReward.length)
+  // One line per series: a transfer run's modes are lineages of their own, not one line through their versions.
+  const trajectory = (points: ReportModel['heldOut'], name: string) =>
+    points
+      .filter((point) => point.series === name)
+      .map((point) => `v${point.version} ${interval(point)}`)
+      .join(' → ');
+  const rewardSeries = [...new Set(model.trainingReward.map((point) => point.series))];
+  for (const name of rewardSeries)
     lines.push(
-      `training reward per version (mean [95 % CI]): ${model.trainingReward.map((point) => `v${point.version} ${interval(point)}`).join(' → ')}`,
+      `${rewardSeries.length > 1 ? name : 'training reward'} per version (mean [95 % CI]): ${trajectory(model.trainingReward, name)}`,
     );
-  const series = [...new Set(model.heldOut.map((point) => point.series))];
-  for (const name of series)
-    lines.push(
-      `held-out ${name}: ${model.heldOut
-        .filter((point) => point.series === name)
-        .map((point) => `v${point.version} ${interval(point)}`)
-        .join(' → ')}`,
-    );
+  for (const name of [...new Set(model.heldOut.map((point) => point.series))])
+    lines.push(`held-out ${name}: ${trajectory(model.heldOut, name)}`);
   const rates = [
     summary.maxStaleness === null ? null : `max staleness ${summary.maxStaleness}`,
     summary.trainerBusy === null ? null : `trainer busy ${(summary.trainerBusy * 100).toFixed(0)} %`,
