@@ -34,7 +34,7 @@ import { startVersionFlag } from '../start-version.js';
 import { restartInference } from '../restart-inference.js';
 import { followWarmStart } from './warm-start.command.js';
 import { resolveDataset } from './eval.command.js';
-import { describeProgress, pendingActivityProgress } from '../activity-progress.js';
+import { describePending, pendingActivity } from '../activity-progress.js';
 import { writeReport } from '../report/write-report.js';
 import { retentionPlan } from './model.command.js';
 import { refuseConcurrentTraining } from '../training-guard.js';
@@ -608,7 +608,7 @@ warm start, a --band outside [0, 1], an empty held-out set (--heldout 0, or a --
           query: learnerStateQuery,
           intervalMs: 2000,
           async onState(state) {
-            const engine = state.training ? describeProgress(await pendingActivityProgress(client, handle, 'trainStep')) : '';
+            const engine = state.training ? describePending(await pendingActivity(client, handle, 'trainStep')) : '';
             bar.update(
               state.step,
               `v${state.version} · ${state.inflight} in flight · ${state.ready} ready${state.training ? ` · training${engine ? ` (${engine})` : ''}` : ''}`,

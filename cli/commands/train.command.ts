@@ -24,6 +24,7 @@ import { UsageError, type Command } from '../command.js';
 import { cancelLeftoverRollouts, leftoverRolloutsLine } from '../leftover-rollouts.js';
 import { followWorkflow } from '../follow-workflow.js';
 import { jsonObjectFlag, preflight } from '../preflight.js';
+import { describePending, pendingActivity } from '../activity-progress.js';
 import { progressBar } from '../progress.js';
 import { startVersionFlag, startVersionRequest } from '../start-version.js';
 import { refuseConcurrentTraining, refuseUsedRunIds } from '../training-guard.js';
@@ -288,12 +289,15 @@ flag and the field).`,
       const bar = progressBar('training steps', steps);
       const result = await followWorkflow<LearnerResult, LearnerState>(handle, {
         query: learnerStateQuery,
-        onState: (state) =>
+        async onState(state) {
+          // While a step trains: the engine's progress, or why the step is being retried (a full disk waits here).
+          const engine = state.training ? describePending(await pendingActivity(client, handle, 'trainStep')) : '';
           bar.update(
             state.step,
-            `v${state.version} · ${state.inflight} in flight · ${state.ready} ready · ${state.dropped} dropped${state.training ? ' · training' : ''}` +
+            `v${state.version} · ${state.inflight} in flight · ${state.ready} ready · ${state.dropped} dropped${state.training ? ` · training${engine ? ` (${engine})` : ''}` : ''}` +
               (state.curriculum ? ` · ${curriculumLine(state.curriculum)}` : ''),
-          ),
+          );
+        },
       });
       bar.finish(`v${result.finalVersion}`);
       const leftovers = leftoverRolloutsLine(await cancelLeftoverRollouts(client, runId));

@@ -23,7 +23,7 @@ import { progressBar } from '../progress.js';
 import { startVersionFlag, startVersionRequest } from '../start-version.js';
 import { refuseConcurrentTraining, refuseUsedRunIds } from '../training-guard.js';
 import { createPgReportSource } from '../../infra/postgres/report-source.pg.js';
-import { describeProgress, pendingActivityProgress } from '../activity-progress.js';
+import { describePending, pendingActivity } from '../activity-progress.js';
 
 /** Follow a warm-start run with progress bars (trajectories, then the engine's updates) until it ends. */
 export async function followWarmStart(client: Client, handle: WorkflowHandle, expectedTrajectories: number): Promise<WarmStartResult> {
@@ -40,10 +40,11 @@ export async function followWarmStart(client: Client, handle: WorkflowHandle, ex
         collected = true;
       }
       if (state.phase === 'training') {
-        const progress = await pendingActivityProgress(client, handle, 'sftStep');
+        const pending = await pendingActivity(client, handle, 'sftStep');
+        const progress = pending?.progress ?? null;
         const total = progress?.of ?? 1;
         if (training?.total !== total) training = { bar: progressBar('warm-start sft updates', total), total };
-        training.bar.update(progress?.step ?? 0, describeProgress(progress));
+        training.bar.update(progress?.step ?? 0, describePending(pending));
       }
     },
   });
