@@ -33,12 +33,15 @@ interface StatusJson {
 
 test('up twice is harmless, status --json reports every service, and down then up keeps workflows, rows and objects', async () => {
   const home = fs.mkdtempSync(path.join(os.tmpdir(), 'longhaul-lifecycle-'));
+  // Ports below Linux's ephemeral range (32768–60999): this stack goes down and up mid-run, and a port in that range
+  // can be held at that moment as the local end of some other process's connection (SeaweedFS's volume port 37334 was,
+  // in a test run beside an evaluation on the main stack: "port 37334 … is not available").
   const env = {
     LONGHAUL_HOME: home,
-    LONGHAUL_TEMPORAL_PORT: '37233',
-    LONGHAUL_TEMPORAL_UI_PORT: '38233',
-    LONGHAUL_PG_PORT: '55434',
-    LONGHAUL_S3_PORT: '36333',
+    LONGHAUL_TEMPORAL_PORT: '27233',
+    LONGHAUL_TEMPORAL_UI_PORT: '28233',
+    LONGHAUL_PG_PORT: '25434',
+    LONGHAUL_S3_PORT: '26333',
   };
   try {
     const first = await longhaul(['up', '--no-workers', '--json'], env);
