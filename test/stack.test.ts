@@ -35,13 +35,14 @@ test('up twice is harmless, status --json reports every service, and down then u
   const home = fs.mkdtempSync(path.join(os.tmpdir(), 'longhaul-lifecycle-'));
   // Ports below Linux's ephemeral range (32768–60999): this stack goes down and up mid-run, and a port in that range
   // can be held at that moment as the local end of some other process's connection (SeaweedFS's volume port 37334 was,
-  // in a test run beside an evaluation on the main stack: "port 37334 … is not available").
+  // in a test run beside an evaluation on the main stack). SeaweedFS takes S3, S3 + 1000…1003 and each + 10000 (gRPC):
+  // 21333, 22333–22336, 31333, 32333–32336, clear of the shared test stack's (16333, 17333–17336, 26333, 27333–27336).
   const env = {
     LONGHAUL_HOME: home,
-    LONGHAUL_TEMPORAL_PORT: '27233',
-    LONGHAUL_TEMPORAL_UI_PORT: '28233',
+    LONGHAUL_TEMPORAL_PORT: '23233',
+    LONGHAUL_TEMPORAL_UI_PORT: '24233',
     LONGHAUL_PG_PORT: '25434',
-    LONGHAUL_S3_PORT: '26333',
+    LONGHAUL_S3_PORT: '21333',
   };
   try {
     const first = await longhaul(['up', '--no-workers', '--json'], env);
