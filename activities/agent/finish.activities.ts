@@ -11,6 +11,7 @@ import type { TrajectoryRow, TrajectoryStore } from '../ports/trajectory-store.p
 import { trajectoryRecordSchema, trajectoryRecordSchemaName, type TrajectoryRecord } from '../ports/trajectory-record.schema.js';
 import { parseActivityInput } from '../activity-input.js';
 import type { FinishTrajectoryInput, FinishTrajectoryResult } from '../../workflows/contracts/agent-turn.contract.js';
+import { rewardMetrics } from '../../workflows/contracts/trajectory.contract.js';
 import { errorTypes, LonghaulError } from '../../workflows/contracts/errors.js';
 import { judgeAnswer, type JudgeOutcome } from '../reward/judge.js';
 import { scoreAnswer } from '../reward/metrics.js';
@@ -24,11 +25,18 @@ export interface FinishDependencies {
   readonly judge?: Judge;
 }
 
+/** The reward metrics that need no judge, as the error names them: "em", "f1", … or "em_format". */
+const answerMetrics = rewardMetrics
+  .filter((metric) => metric !== 'judge')
+  .map((metric) => JSON.stringify(metric))
+  .join(', ')
+  .replace(/, ([^,]*)$/, ' or $1');
+
 async function judged(judge: Judge | undefined, input: FinishTrajectoryInput): Promise<JudgeOutcome> {
   if (!judge) {
     throw ApplicationFailure.nonRetryable(
       'finishTrajectory: rewardMetric "judge" needs an LLM judge and this agent worker has none: set LONGHAUL_JUDGE_BASE_URL ' +
-        '(or LONGHAUL_OPENAI_BASE_URL) to an OpenAI-compatible /v1 endpoint and restart the agent worker, or use rewardMetric "f1", "f1_format", "em", "em_format" or "cover_em"',
+        `(or LONGHAUL_OPENAI_BASE_URL) to an OpenAI-compatible /v1 endpoint and restart the agent worker, or use rewardMetric ${answerMetrics}`,
       errorTypes.invalidInput,
     );
   }

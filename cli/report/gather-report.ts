@@ -398,14 +398,30 @@ async function transferLearners(
   };
 }
 
-/** A transfer run's trajectory by its lineage: the mode whose run (`<run>-<mode>`) or evaluation it belongs to, or the start. */
-function transferSeriesOf(runId: string, names: readonly string[]): (trajectoryId: string, trajectoryRunId: string) => string | null {
-  return (trajectoryId, trajectoryRunId) => {
-    for (const name of names) {
-      const prefixes = [`${evaluationRunId(`${runId}-${name}`)}-`, `${runId}-${name}-`];
-      if (trajectoryRunId === `${runId}-${name}` || prefixes.some((prefix) => trajectoryId.startsWith(prefix))) return name;
-    }
-    return null;
+/**
+ * A transfer run's lineages: the start and each mode, named `<run>-<name>` like the mode's own run and the
+ * evaluation of each. A trajectory belongs to one by its run, by its evaluation's sample ids
+ * (`eval-<run>-<name>-…`), or by ids from before those began with eval- (`<run>-<name>-…`).
+ */
+function transferLineages(runId: string, transfer: TransferResult | null) {
+  const lineages = transfer
+    ? [...transfer.modes.map((mode) => mode.mode as string), 'start'].map((name) => {
+        const run = `${runId}-${name}`;
+        return { name, run, evaluationPrefix: `${evaluationRunId(run)}-`, ownPrefix: `${run}-` };
+      })
+    : [];
+  return {
+    lineages,
+    /** The lineage a trajectory belongs to, or null (no transfer run, or none of its lineages). */
+    of(trajectoryId: string, trajectoryRunId: string): string | null {
+      const found = lineages.find(
+        (lineage) =>
+          trajectoryRunId === lineage.run ||
+          trajectoryId.startsWith(lineage.evaluationPrefix) ||
+          trajectoryId.startsWith(lineage.ownPrefix),
+      );
+      return found?.name ?? null;
+    },
   };
 }
 
@@ -417,10 +433,10 @@ export async function gatherReport(sources: ReportSources, options: GatherOption
   // A transfer benchmark's trajectories are its modes' (runs <run>-<mode>, warm start or learner) and its evaluations'.
   const modeRuns = new Set(transfer?.modes.map((mode) => `${runId}-${mode.mode}`) ?? []);
   // Its evaluations are named like its modes' runs, and the start's `<run>-start`.
-  const transferNames = transfer ? [...modeRuns, `${runId}-start`] : [];
-  const evaluationPrefixes = [...demoEvaluationPrefixes(runId), ...transferNames.map((resultId) => `${evaluationRunId(resultId)}-`)];
+  const lineages = transferLineages(runId, transfer);
+  const evaluationPrefixes = [...demoEvaluationPrefixes(runId), ...lineages.lineages.map((lineage) => lineage.evaluationPrefix)];
   // `<run>-<mode>-…` and `<run>-start-…`: the modes' own trajectories, and evaluations stored before their ids began with eval-.
-  const prefixes = [...evaluationPrefixes, ...transferNames.map((name) => `${name}-`)];
+  const prefixes = [...evaluationPrefixes, ...lineages.lineages.map((lineage) => lineage.ownPrefix)];
   const [rows, total, consumed, ownLearner, modeLearners] = await Promise.all([
     sources.source.trajectories(runId, prefixes, limit),
     sources.source.countTrajectories(runId, prefixes),
@@ -430,9 +446,8 @@ export async function gatherReport(sources: ReportSources, options: GatherOption
   ]);
   const learner = ownLearner ?? modeLearners?.facts ?? null;
   // A transfer run's trajectories and steps are drawn per mode (and the start): one line per lineage.
-  const lineageOf = transfer ? transferSeriesOf(runId, [...transfer.modes.map((mode) => mode.mode), 'start']) : () => null;
   const labelled = (label: string, row: ReportTrajectoryRow) => {
-    const lineage = lineageOf(row.trajectoryId, row.runId);
+    const lineage = lineages.of(row.trajectoryId, row.runId);
     return lineage ? `${label} (${lineage})` : label;
   };
   if (total > rows.length) notes.push(`${total} trajectories; the report reads the first ${rows.length} (--max-trajectories)`);

@@ -23,7 +23,7 @@ export function formatReportSummary(model: ReportModel): string {
     `trajectories: ${summary.trainingTrajectories} training, ${summary.heldOutTrajectories} held-out · steps ${summary.steps}${summary.finalVersion === null ? '' : ` · final version v${summary.finalVersion}`}`,
   ];
   // One line per series: a transfer run's modes are lineages of their own, not one line through their versions.
-  const trajectory = (points: ReportModel['heldOut'], name: string) =>
+  const seriesLine = (points: ReportModel['heldOut'], name: string) =>
     points
       .filter((point) => point.series === name)
       .map((point) => `v${point.version} ${interval(point)}`)
@@ -31,10 +31,10 @@ export function formatReportSummary(model: ReportModel): string {
   const rewardSeries = [...new Set(model.trainingReward.map((point) => point.series))];
   for (const name of rewardSeries)
     lines.push(
-      `${rewardSeries.length > 1 ? name : 'training reward'} per version (mean [95 % CI]): ${trajectory(model.trainingReward, name)}`,
+      `${rewardSeries.length > 1 ? name : 'training reward'} per version (mean [95 % CI]): ${seriesLine(model.trainingReward, name)}`,
     );
   for (const name of [...new Set(model.heldOut.map((point) => point.series))])
-    lines.push(`held-out ${name}: ${trajectory(model.heldOut, name)}`);
+    lines.push(`held-out ${name}: ${seriesLine(model.heldOut, name)}`);
   const rates = [
     summary.maxStaleness === null ? null : `max staleness ${summary.maxStaleness}`,
     summary.trainerBusy === null ? null : `trainer busy ${(summary.trainerBusy * 100).toFixed(0)} %`,
