@@ -6,6 +6,8 @@ Run (from gpu/engine):
     ../../.longhaul/tools/venv/bin/python -m longhaul_engine.bench --mode both --samples 8 --tokens 512
 
 Each mode runs in its own process so peak RSS is that mode's alone. Prints one JSON line per mode.
+`--proximal separate` runs the no-grad π_prox pass for every sample instead of taking the first
+minibatch's from its own forward (the default, `reuse`): the two side by side measure what the reuse saves.
 """
 
 import argparse
@@ -14,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -86,21 +89,24 @@ def make_manifest(work: Path, mode: str, samples: int, tokens: int, micro: int) 
 
 
 def one_mode(args) -> dict:
-    from .train import run
+    from .train import rl_step, run
 
     work = Path(args.work)
     path = make_manifest(work, args.mode, args.samples, args.tokens, args.micro_batch)
     started = time.time()
-    m = run(str(path), onnx=False)
+    m = run(str(path), onnx=False, step_fn=rl_step if args.proximal == "reuse" else partial(rl_step, reuse_update_forward=False))
+    separate = args.samples - m["proximalFromUpdate"]
     return {
         "mode": args.mode,
+        "proximal": args.proximal,
         "samples": args.samples,
         "tokensPerSample": args.tokens,
         "microBatch": args.micro_batch,
         "threads": torch.get_num_threads(),
         "trainableParameters": m["trainableParameters"],
         "forwardBackwardTokensPerSecond": round(m["tokensPerSecond"], 1),
-        "proximalTokensPerSecond": round(m["tokens"] / max(m["proximalSeconds"], 1e-9), 1),
+        # Tokens of the samples the separate pass scored, per second of it (null: no pass ran).
+        "proximalTokensPerSecond": round(separate * args.tokens / max(m["proximalSeconds"], 1e-9), 1) if separate else None,
         "updateSeconds": m["updateSeconds"],
         "proximalSeconds": m["proximalSeconds"],
         "saveSeconds": m["saveSeconds"],
@@ -116,6 +122,12 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=512)
     parser.add_argument("--micro-batch", type=int, default=2)
     parser.add_argument("--threads", type=int, default=0)
+    parser.add_argument(
+        "--proximal",
+        choices=["reuse", "separate"],
+        default="reuse",
+        help="π_prox of the first minibatch from its own forward, or a separate pass",
+    )
     parser.add_argument("--work", default=None, help="scratch dir (default: a fresh temp dir)")
     args = parser.parse_args()
     if args.threads:
@@ -140,6 +152,8 @@ def main() -> None:
                 str(args.micro_batch),
                 "--threads",
                 str(args.threads),
+                "--proximal",
+                args.proximal,
                 "--work",
                 args.work or work,
             ]

@@ -4,10 +4,11 @@ Run (from gpu/engine):
     ../../.longhaul/tools/venv/bin/python -m longhaul_engine.train --manifest PATH [--onnx skip]
 
 Order: validate the manifest and both dirs (refusals happen here, before any compute) → load the
-base version (weights, optimizer, adapter, EMA) → recompute proximal logprobs with the current
-weights (no grad) → for each of `ppo.minibatches` slices: micro-batched forward/backward of the
-decoupled PPO loss, gradient clip, AdamW, EMA → write the version atomically (with the ONNX export
-when the exporter is importable). stdout carries one JSON line per micro-batch
+base version (weights, optimizer, adapter, EMA) → proximal logprobs with the current weights (the first
+minibatch's own forward supplies its samples'; a no-grad pass the later minibatches', none at the default
+of one) → for each of `ppo.minibatches` slices: micro-batched forward/backward of the decoupled PPO loss,
+gradient clip, AdamW, EMA → write the version atomically (with the ONNX export when the exporter is
+importable). stdout carries one JSON line per micro-batch
 ({"event": "progress", ...}) and a final {"event": "done", ...} or {"event": "error", "type", "message"};
 the exit code is 0, or 2 for a refusal.
 """
@@ -105,20 +106,22 @@ def forward_logprobs(
     return token_logprobs(logits, ids, with_entropy, entropy_grad)
 
 
-def proximal_logprobs(model, samples: list, size: int, prefix: FrozenPrefix | None = None) -> list:
-    """π_prox: the current weights' logprobs before any update, one 1-D tensor per sample."""
-    result = []
+def proximal_logprobs(model, samples: list, size: int, prefix: FrozenPrefix | None = None, indices: list | None = None) -> dict:
+    """π_prox: the current weights' logprobs before any update, a 1-D tensor per sample index (of `indices`,
+    default all)."""
+    result = {}
+    chunks = micro_batches(list(range(len(samples))) if indices is None else list(indices), size)
     with torch.no_grad():
-        for number, chunk in enumerate(micro_batches(list(range(len(samples))), size)):
+        for number, chunk in enumerate(chunks):
             chosen = [samples[i] for i in chunk]
             logp, _ = forward_logprobs(model, chosen, with_entropy=False, prefix=prefix, keys=chunk, scored=[s.loss_mask for s in chosen])
-            result.extend(logp[row, : len(samples[i].token_ids)].clone() for row, i in enumerate(chunk))
-            emit({"event": "progress", "phase": "proximal", "microBatch": number + 1, "of": -(-len(samples) // size)})
+            result.update((i, logp[row, : len(samples[i].token_ids)].clone()) for row, i in enumerate(chunk))
+            emit({"event": "progress", "phase": "proximal", "microBatch": number + 1, "of": len(chunks)})
     return result
 
 
 def _micro_step(
-    policy: Policy, manifest: Manifest, chunk: list, prox: list, advantages: list, totals: tuple, stats: dict, prefix: FrozenPrefix
+    policy: Policy, manifest: Manifest, chunk: list, prox: dict, advantages: list, totals: tuple, stats: dict, prefix: FrozenPrefix
 ) -> None:
     ppo, samples = manifest.hyperparameters.ppo, [manifest.samples[i] for i in chunk]
     masks = [s.loss_mask for s in samples]
@@ -127,7 +130,9 @@ def _micro_step(
     )
     mask = pad(masks)
     on = mask.bool()
-    proximal = pad([prox[i] for i in chunk], 0.0, torch.float32)
+    # No update has happened yet for a sample without a separate π_prox (the first minibatch): this forward
+    # ran on the weights π_prox means, so its logprobs, detached, are π_prox (0 off the loss mask, like the pass's).
+    proximal = pad([prox[i] for i in chunk], 0.0, torch.float32) if chunk[0] in prox else logp.detach().float()
     behaviour = pad([s.behaviour_logprobs for s in samples], 0.0, torch.float32)
     terms = ppo_token_terms(
         logp,
@@ -155,18 +160,24 @@ def _micro_step(
     stats["tokens"] += sum(len(s.token_ids) for s in samples)
 
 
-def rl_step(policy: Policy, manifest: Manifest) -> dict:
+def rl_step(policy: Policy, manifest: Manifest, reuse_update_forward: bool = True) -> dict:
+    """One step. `reuse_update_forward` False runs the separate π_prox pass for every sample (the reference
+    the tests compare the reuse against)."""
     hp, samples = manifest.hyperparameters, manifest.samples
     ppo, size = hp.ppo, hp.micro_batch_size
     started = time.time()
     prefix = FrozenPrefix(policy.model)
-    prox = proximal_logprobs(policy.model, samples, size, prefix)
+    slices = [list(range(len(samples)))[k :: ppo.minibatches] for k in range(ppo.minibatches)]
+    # π_prox is the weights before any update, which is what the first minibatch's forward runs on: only
+    # later minibatches' samples need the no-grad pass (none at one minibatch; it cost 30–40 % of a
+    # full-parameter step here).
+    first = set(slices[0]) if reuse_update_forward else set()
+    prox = proximal_logprobs(policy.model, samples, size, prefix, [i for i in range(len(samples)) if i not in first])
     prox_seconds = time.time() - started
     sequence_advantages = group_advantages([s.reward for s in samples], [s.group_id for s in samples], ppo.group_normalise)
     advantages = [token_advantages(a, s.loss_mask, s.turn_indices, ppo.turn_discount) for a, s in zip(sequence_advantages, samples)]
     stats = dict.fromkeys(["loss", "clipped", "capped", "entropy", "lossTokens", "tokens", "maxAbsLogBehaviourWeight"], 0)
     norms, update_started = [], time.time()
-    slices = [list(range(len(samples)))[k :: ppo.minibatches] for k in range(ppo.minibatches)]
     for number, indices in enumerate(slices):
         totals = (sum(sum(samples[i].loss_mask) for i in indices), sum(1 for i in indices if any(samples[i].loss_mask)))
         chunks = micro_batches(indices, size)
@@ -205,6 +216,8 @@ def rl_step(policy: Policy, manifest: Manifest) -> dict:
         "tokens": stats["tokens"],
         "lossTokens": stats["lossTokens"],
         "proximalSeconds": round(prox_seconds, 3),
+        # Samples whose π_prox came from the first minibatch's own forward instead of the separate pass.
+        "proximalFromUpdate": len(first),
         "updateSeconds": round(update_seconds, 3),
         "tokensPerSecond": stats["tokens"] / max(update_seconds, 1e-9),
         "optimizerSteps": len(slices),

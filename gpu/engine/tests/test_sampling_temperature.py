@@ -150,3 +150,37 @@ def test_the_first_of_two_minibatches_is_the_update_of_that_minibatch_alone(tmp_
         torch.testing.assert_close(steps[0][name], parameter.detach(), rtol=1e-5, atol=1e-7)
     # The second minibatch moved the weights again, from where the first left them.
     assert any(not torch.equal(steps[0][name], steps[1][name]) for name in steps[0])
+
+
+@pytest.mark.parametrize(
+    "trainable,minibatches",
+    [({"mode": "full"}, 1), ({"mode": "full"}, 2), ({"mode": "freeze", "trainPatterns": [r"layers\.1\.", r"model\.norm"]}, 1)],
+)
+def test_the_update_forward_as_proximal_pass_gives_the_step_of_the_separate_pass(tmp_path, capsys, trainable, minibatches):
+    """π_prox is the weights before any update, which is what the first minibatch's forward runs on: its
+    detached logprobs replace the separate no-grad pass for those samples (all of them at one minibatch).
+    The step must equal the one with the pass for every sample: same gradient norms, loss, clipped and
+    capped fractions, behaviour weights and new weights, at T ≠ 1, several micro-batches a minibatch, and
+    with the frozen prefix (freeze) as with every parameter trainable."""
+    model_dir = make_tiny_model_dir(tmp_path / "v0")
+    samples = [rl_sample_at(model_dir, f"s{i}", f"g{i // 4}", float(i % 3), 0.7, seed=i) for i in range(8)]
+    document = manifest(model_dir, tmp_path / "v1", samples=samples, minibatches=minibatches, microBatchSize=2, trainable=trainable)
+    loaded = load_manifest(str(write_manifest(tmp_path / "m.json", document)))
+    reused_policy, reference_policy = load_policy(model_dir, loaded.hyperparameters), load_policy(model_dir, loaded.hyperparameters)
+    capsys.readouterr()
+    reused = rl_step(reused_policy, loaded)
+    phases = [line for line in capsys.readouterr().out.splitlines() if '"phase": "proximal"' in line]
+    reference = rl_step(reference_policy, loaded, reuse_update_forward=False)
+    assert reused["proximalFromUpdate"] == 8 // minibatches and reference["proximalFromUpdate"] == 0
+    assert reused["frozenPrefixLayers"] == (1 if trainable["mode"] == "freeze" else 0)
+    assert len(phases) == (0 if minibatches == 1 else 2)  # the second minibatch's 4 samples in micro-batches of 2
+    assert reused["gradNorms"] == pytest.approx(reference["gradNorms"], rel=1e-5)
+    for key in ("loss", "clipFraction", "importanceCappedFraction", "entropy"):
+        assert reused[key] == pytest.approx(reference[key], rel=1e-5, abs=1e-7), key
+    assert reused["maxAbsLogBehaviourWeight"] == pytest.approx(reference["maxAbsLogBehaviourWeight"], abs=1e-5)
+    assert reused["maxAbsLogBehaviourWeight"] < TOLERANCE  # on-policy at T = 0.7
+    moved = 0
+    for name, parameter in reference_policy.parameters.items():
+        torch.testing.assert_close(reused_policy.parameters[name].detach(), parameter.detach(), rtol=1e-5, atol=1e-7)
+        moved += int(not torch.equal(parameter.detach(), load_policy(model_dir, loaded.hyperparameters).parameters[name].detach()))
+    assert moved > 0  # the step did move weights, so equal weights mean equal updates
