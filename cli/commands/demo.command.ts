@@ -244,9 +244,11 @@ model knows without tools (16, the synthesizer's default, costs 4× the tokens);
 trajectories (G = 4) training the last 4 layers; ≤ 6 turns × 48 tokens; evaluation k = 1, greedy. A
 per-stage wall-time table ends the summary.
 --full: 1- and 2-hop questions with one fuzz, ${presets.full.synthCount} candidates per hop count, ≥ ${presets.full.heldout} held-out
-(--heldout ${presets.full.heldout}), ${presets.full.sftQuestions} warm-start, ${presets.full.trainCandidates} training candidates, the band probe (k = ${presets.full.bandK}), ${presets.full.steps} RL steps training
-every parameter at lr 5e-6 (--rl-trainable full), ≤ ${presets.full.maxTurns} turns, and the outside reference sets of LONGHAUL_DATA_ROOT (Bamboogle, HotpotQA, 2Wiki, MuSiQue;
---reference-limit ${presets.full.referenceLimit} each) at every stage.
+asked (--heldout ${presets.full.heldout}; those sharing a trained question's template are dropped), ${presets.full.sftQuestions} warm-start
+(${presets.full.sftEpochs} epochs) and ${presets.full.trainCandidates} training candidates, no band probe (the curriculum; --band-probe adds it),
+${presets.full.steps} RL steps of ${presets.full.batch} trajectories training every parameter at lr 5e-6 (--rl-trainable full), ≤ ${presets.full.maxTurns} turns,
+evaluations ${presets.full.evalConcurrency} at a time, and the outside reference sets of LONGHAUL_DATA_ROOT (Bamboogle, HotpotQA, 2Wiki,
+MuSiQue; --reference-limit ${presets.full.referenceLimit} each) at every stage.
 
 Resumable: the run's plan and each finished phase are kept in LONGHAUL_HOME/demo-runs/<run>.json, and
 its workflows have ids derived from the run id. --resume RUN-ID skips the finished phases, re-attaches

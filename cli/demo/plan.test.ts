@@ -57,7 +57,9 @@ test('the default plan and --full: sizes, sampling RL rollouts, one RL object', 
   assert.ok(full.split.heldOut >= 200);
   assert.deepEqual(full.synthesis.hops, [1, 2]);
   assert.equal(full.references.sets.length, 4);
-  assert.equal(full.references.limit, 20);
+  assert.equal(full.references.limit, 10);
+  assert.equal(full.evaluation.concurrency, 16);
+  assert.equal(full.split.warmStart, 64);
   assert.deepEqual(full.rl.hyperparameters.trainable, warmStartTrainable, '--full: RL trains every parameter');
   assert.equal(full.rl.hyperparameters.learningRate, 5e-6);
   assert.deepEqual(demoPlan({ full: true, 'rl-trainable': 'freeze' }).rl.hyperparameters.trainable, demoTrainable);
@@ -65,8 +67,8 @@ test('the default plan and --full: sizes, sampling RL rollouts, one RL object', 
     full.synthesis.candidatesPerHop * full.synthesis.hops.length >= full.split.heldOut + full.split.warmStart + full.split.candidates,
   );
   assert.equal(demoPlan({ full: true, 'reference-limit': '0' }).references.sets.length, 0);
-  assert.equal(full.band.enabled, true, '--full keeps the band probe');
-  assert.equal(demoPlan({ full: true, 'no-band': true }).band.enabled, false);
+  assert.equal(full.band.enabled, false, '--full lets the curriculum apply the band (a probe of 48 × 4 would take ~24 min)');
+  assert.equal(demoPlan({ full: true, 'band-probe': true }).band.enabled, true);
 });
 
 test('the band probe samples at the RL temperature, whatever --temperature says', () => {

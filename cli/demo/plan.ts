@@ -174,20 +174,26 @@ export const presets = {
     referenceLimit: 0,
   },
   full: {
-    // 170, not 160: of 2 × 160 candidates 304 were accepted and 35 of the 234 left after the warm-start and
-    // training picks were dropped as contaminated, so 199 held-out questions remained (s28-full), not 200
-    // (2 × 150 gave 185, s21-full).
+    // 170 candidates per hop count for 200 + 64 + 48 picks: 2 × 160 gave 304 accepted (s28-full). Of the 200
+    // held-out asked, those that share a trained question's template are dropped (44 of 180 with 112 trained,
+    // s28-f64; 35 of 234 with 56), so ~150 remain: more held-out here costs ~7.6 s each per evaluation stage.
     synthCount: 170,
     hops: [1, 2],
     fuzzes: 1,
     heldout: 200,
-    sftQuestions: 24,
-    trainCandidates: 32,
-    sftEpochs: 8,
-    bandProbe: true,
+    // 64 gold paths × 6 epochs, not 24 × 8: 24 left held-out EM at 0.0 on 199 mixed-hop questions (s28-full,
+    // F1 0.5 %), 64 reached 2.1 [0, 4.3] on 141 (s28-f64) and 11.4 on 70 1-hop ones (s22-sft64).
+    sftQuestions: 64,
+    trainCandidates: 48,
+    sftEpochs: 6,
+    // No probe: 48 candidates × 4 samples at ~7.6 s a trajectory would be ~24 min of the 90; the curriculum
+    // applies the band online instead.
+    bandProbe: false,
     bandK: 4,
-    steps: 6,
-    batch: 8,
+    // 8 steps of 16 (4 questions a step): the recipe whose first 8 steps raised held-out EM (+4.3 greedy,
+    // session 24); a step of 16 takes ~4 min here.
+    steps: 8,
+    batch: 16,
     group: 4,
     // Every parameter: the only RL in this project whose held-out EM rose (v9 → v59: +4.3 greedy, +4.6
     // [+0.7, +9.6] Avg@4 at T = 0.7, while the 4-layer tail on the same questions fell 4.3; docs/BENCHMARKS.md,
@@ -196,8 +202,10 @@ export const presets = {
     maxTurns: 8,
     maxNewTokens: 48,
     evalK: 1,
-    evalConcurrency: 8,
-    referenceLimit: 20,
+    // 16 sequences decode ×1.1–1.5 the tokens per second of 8 (docs/BENCHMARKS.md, "Policy inference").
+    evalConcurrency: 16,
+    // 10 per set: every stage of every run so far scored 0 on all four (s21-full, s28-full, s28-f64).
+    referenceLimit: 10,
   },
 } as const;
 
@@ -287,7 +295,7 @@ export function demoPlan(values: DemoFlagValues): DemoPlan {
   const probe = values['band-probe'] === true || (preset.bandProbe && values['no-band'] !== true);
   if (!probe && values['band-k'] !== undefined)
     throw new UsageError(
-      `--band-k sets the band probe's samples, and this run has no probe (${full ? '--no-band' : 'the default demo lets the curriculum apply the band'}); add --band-probe or leave out --band-k`,
+      `--band-k sets the band probe's samples, and this run has no probe (${values['no-band'] === true ? '--no-band' : 'the curriculum applies the band online'}); add --band-probe or leave out --band-k`,
     );
   const bandK = integer('band-k', preset.bandK, 2, 64);
   const temperature = numberIn(values.temperature, 'temperature', demoRolloutTemperature, 0, 5);
