@@ -67,7 +67,7 @@ test('the default plan and --full: sizes, sampling RL rollouts, one RL object', 
     full.synthesis.candidatesPerHop * full.synthesis.hops.length >= full.split.heldOut + full.split.warmStart + full.split.candidates,
   );
   assert.equal(demoPlan({ full: true, 'reference-limit': '0' }).references.sets.length, 0);
-  assert.equal(full.band.enabled, false, '--full lets the curriculum apply the band (a probe of 48 × 4 would take ~24 min)');
+  assert.equal(full.band.enabled, false, '--full lets the curriculum apply the band (a probe of 48 × 4 would take ~18 min)');
   assert.equal(demoPlan({ full: true, 'band-probe': true }).band.enabled, true);
 });
 

@@ -176,7 +176,7 @@ export const presets = {
   full: {
     // 170 candidates per hop count for 200 + 64 + 48 picks: 2 × 160 gave 304 accepted (s28-full). Of the 200
     // held-out asked, those that share a trained question's template are dropped (44 of 180 with 112 trained,
-    // s28-f64; 35 of 234 with 56), so ~150 remain: more held-out here costs ~7.6 s each per evaluation stage.
+    // s28-f64; 35 of 234 with 56), so ~150 remain: more held-out here costs ~5.7 s each per evaluation stage (803 s for 141).
     synthCount: 170,
     hops: [1, 2],
     fuzzes: 1,
@@ -186,7 +186,7 @@ export const presets = {
     sftQuestions: 64,
     trainCandidates: 48,
     sftEpochs: 6,
-    // No probe: 48 candidates × 4 samples at ~7.6 s a trajectory would be ~24 min of the 90; the curriculum
+    // No probe: 48 candidates × 4 samples at ~5.7 s a trajectory would be ~18 min of the 90; the curriculum
     // applies the band online instead.
     bandProbe: false,
     bandK: 4,
