@@ -178,6 +178,20 @@ describe('continuous batching in the onnx policy (tiny model)', () => {
     assert.equal(decoded.tokenIds.length > 0, true);
   });
 
+  it('holds no scored sequence once its result is back, however many are scored with no decode between', async () => {
+    // Warm-start replays score every gold turn and generate nothing: a released sequence that never
+    // decoded stayed queued to join the decode batch, with its prompt's keys and values (session 29: 14–20 GB).
+    for (let turn = 0; turn < 12; turn += 1)
+      await Promise.all(
+        prompts.map((prompt, index) => backend.generate({ prompt, maxNewTokens: 1, forcedText: ` turn ${turn} of sequence ${index}.` })),
+      );
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.ok(
+      backend.decoder.heldSequences() <= prompts.length,
+      `${backend.decoder.heldSequences()} sequences held after 72 scored prompts (at most the last prefill group's ${prompts.length})`,
+    );
+  });
+
   it('keeps at most maxBatchSize sequences in a decode run; the others wait for a row', async () => {
     const small: RunReport[] = [];
     const limited = await createOnnxBackend({

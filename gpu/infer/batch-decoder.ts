@@ -239,11 +239,28 @@ export class BatchDecoder {
     if (!sequence.released && this.prefixCacheBytes > 0 && !sequence.waiter && sequence.pending.length === 0) this.keepPrefix(sequence);
     sequence.released = true;
     sequence.next = undefined;
+    // A prefilled sequence waits in `joining` for a decode step, and only a decode step emptied it: a
+    // sequence released before it ever decoded (a scored forced turn) stayed there, and with it the keys
+    // and values of its whole prompt (~46 KB a token). Warm-start replays score every gold turn and
+    // decode nothing, so the gpu-infer worker grew by ~55 MB a turn, to 14–20 GB (session 29, OOM).
+    const waiting = this.joining.indexOf(sequence);
+    if (waiting >= 0) this.joining.splice(waiting, 1);
   }
 
   /** Prefix cache: bytes held and entries (benchmarks, tests). */
   prefixCacheState(): { entries: number; bytes: number } {
     return { entries: this.prefixEntries.length, bytes: this.prefixBytes };
+  }
+
+  /** Sequences the decoder still holds between runs: queued for prefill, waiting to join, in the current groups (tests). */
+  heldSequences(): number {
+    const held = new Set<Sequence>([
+      ...this.prefillQueue,
+      ...this.joining,
+      ...(this.prefillGroup?.members ?? []),
+      ...(this.decodeGroup?.members ?? []),
+    ]);
+    return held.size;
   }
 
   private keepPrefix(sequence: Sequence): void {
