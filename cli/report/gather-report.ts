@@ -206,6 +206,19 @@ async function learnerFacts(client: Client | null, home: string, runId: string, 
 }
 
 /** busy fraction of each step: its train seconds over the wall time since the previous step ended. */
+/**
+ * The held-out trajectories no stored evaluation result covers. An evaluation's samples are named
+ * `eval-<result>-q<i>-s<j>` (older ones `<result>-q<i>-s<j>`), and its result row already draws them with
+ * the bootstrap interval: drawing them again from the rows put every demo stage on the chart twice.
+ */
+export function notSummarised<Row extends { readonly trajectoryId: string }>(
+  rows: readonly Row[],
+  evaluations: readonly Pick<EvaluationSummary, 'resultId'>[],
+): Row[] {
+  const prefixes = evaluations.flatMap((result) => [`${evaluationRunId(result.resultId)}-q`, `${result.resultId}-q`]);
+  return rows.filter((row) => !prefixes.some((prefix) => row.trajectoryId.startsWith(prefix)));
+}
+
 export function stepPoints(history: readonly StepStats[], startedAtMs: number | null): StepPoint[] {
   return history.map((stats, index) => {
     const since = index > 0 ? history[index - 1]!.finishedAtMs : startedAtMs;
@@ -506,7 +519,7 @@ export async function gatherReport(sources: ReportSources, options: GatherOption
   ] as const;
   const heldOutPoints = [
     ...seriesIntervalPoints(
-      heldOut.map((row) => ({
+      notSummarised(heldOut, evaluations).map((row) => ({
         version: versionOf(row),
         value: row.rewardParts.em ?? 0,
         series: labelled(transfer ? 'held-out EM' : 'demo held-out EM', row),

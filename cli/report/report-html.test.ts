@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { analyseTrajectory } from '../../activities/analysis/behaviour.js';
 import type { TrajectoryView } from '../../activities/analysis/trajectory-view.js';
-import { datasetStatistics, stepPhases, stepPoints, throughput } from './gather-report.js';
+import { datasetStatistics, notSummarised, stepPhases, stepPoints, throughput } from './gather-report.js';
 import { renderReport, reportCharts, timeAxisFormat } from './report-html.js';
 import type { ReportModel } from './report-model.js';
 import { formatReportSummary } from './report-summary.js';
@@ -422,4 +422,15 @@ test('chart legends show whole labels: each legend allows the width of its longe
     // Vega-Lite's default label limit is 160 px; an 11 px label is ~6 px a character.
     assert.ok((color.legend.labelLimit ?? 160) >= longest * 6.5, `${chart.id}: a ${longest}-character label fits its legend`);
   }
+});
+
+test('held-out trajectories a stored evaluation result covers are drawn once, by that result', () => {
+  const rows = ['eval-r-eval-warm-q0-s0', 'r-eval-base-q3-s0', 'eval-r-eval-rl-q1-s0', 'eval-r-eval-warm-extra-q0-s0'].map(
+    (trajectoryId) => ({
+      trajectoryId,
+    }),
+  );
+  const left = notSummarised(rows, [{ resultId: 'r-eval-warm' }, { resultId: 'r-eval-base' }]).map((row) => row.trajectoryId);
+  assert.deepEqual(left, ['eval-r-eval-rl-q1-s0', 'eval-r-eval-warm-extra-q0-s0'], 'only the rows no result names stay');
+  assert.equal(notSummarised(rows, []).length, 4);
 });
