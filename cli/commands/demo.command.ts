@@ -222,9 +222,9 @@ From nothing, on a 2-core machine with no GPU. Stages (each a durable workflow; 
   3. evaluation of the base policy (the evaluation workflow: Avg@k with a 95 % bootstrap interval)
   4. warm start: SFT on the gold paths (the warmStart workflow), then evaluation again
   5. the learnable band LOW < pass rate < HIGH (default 0 < p < 1: a question always or never
-     solved gives a group with zero advantage). The default demo applies it online: the learner's
+     solved gives a group with zero advantage). Both presets apply it online: the learner's
      curriculum retires a question once its groups pass at ≥ HIGH (mastered) or ≤ LOW (too hard)
-     and the next one enters, so no separate probe runs. --full (or --band-probe) first probes
+     and the next one enters, so no separate probe runs. --band-probe first probes
      every candidate with k samples at the RL temperature through the evaluation workflow and
      starts RL on the band (then the harder ones).
   6. async RL (the learner workflow), then evaluation again. Rollouts and the probe sample at one
@@ -279,8 +279,8 @@ terminates them; an evaluation then keeps the questions it had scored).
                          4 steps; ~6 min a step of 16 here, 7.2 GiB)
   --band LOW,HIGH        the learnable band: LOW < pass rate < HIGH, both in [0, 1] (default 0,1),
                          for the probe and the curriculum alike
-  --band-probe           probe the candidates before RL (the default of --full)
-  --band-k K             probe samples per candidate (default 4)   --no-band   no probe (--full)
+  --band-probe           probe the candidates before RL (neither preset does: ~18 min for --full's 48 × 4)
+  --band-k K             probe samples per candidate (default 4)   --no-band   no probe (both presets)
   --temperature T        RL rollouts' sampling temperature, the probe's too (default ${demoRolloutTemperature}; > 0)
   --reward METRIC        RL reward: f1_format (0.9·F1 + 0.1·format, default), em_format (0.9·EM +
                          0.1·format: no credit for a sentence that contains the gold), f1, em, cover_em
