@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { config } from '../../infra/config.js';
 import { runInferBenchmark } from '../../bench/infer-benchmark.js';
+import { runReplayMemoryBenchmark } from '../../bench/replay-memory.js';
 import { integerFlag, parseFlags } from '../arguments.js';
 import { UsageError } from '../command.js';
 import { preparedModelDir } from './model.command.js';
@@ -64,6 +65,48 @@ export const inferBenchmark = {
       decodeTokens,
       unbatched: values.unbatched === true,
       baselineModelDir,
+      log: (line) => console.error(line),
+    });
+    console.log(JSON.stringify(result));
+    return 0;
+  },
+};
+
+/** `longhaul bench replay-memory`: registered in bench.command.ts's table of benchmarks. */
+export const replayMemoryBenchmark = {
+  summary: "the gpu-infer worker's memory under warm-start replay load (gold turns scored, nothing decoded)",
+  usage: `longhaul bench replay-memory [--model-dir DIR] [--tiny] [--trajectories N] [--turns N] [--concurrency N] [--json]
+
+  Replays N trajectories of T forced turns, each scored by the policy as a warm start's gold replay
+  does (a prefill with the turn's logits, released, never decoded), the transcript growing by the turn
+  and a 600-character observation, C at a time, through the onnx backend with the prefix cache of
+  LONGHAUL_PREFIX_CACHE_MB. Memory held after the load should be the model, the prefix cache and little else.
+
+  --trajectories N  (default 8)   --turns N  forced turns each (default 7)   --concurrency N  (default 4, the warm start's)
+  --json            last line: {"scored_turns","seconds","rss_mb":{"before_load","after_load","after_replays"},
+                    "array_buffers_mb","prefix_cache_mb","prefix_cache_budget_mb","held_sequences"}`,
+  async run(args: string[]): Promise<number> {
+    const { values } = parseFlags(args, {
+      'model-dir': { type: 'string' },
+      tiny: { type: 'boolean' },
+      trajectories: { type: 'string' },
+      turns: { type: 'string' },
+      concurrency: { type: 'string' },
+      json: { type: 'boolean' },
+    });
+    const settings = config();
+    const modelDir = path.resolve(values['model-dir'] ?? preparedModelDir(settings.home, values.tiny === true));
+    if (!fs.existsSync(path.join(modelDir, manifestFileName)))
+      throw new UsageError(
+        `--model-dir: "${modelDir}" is not a prepared model folder (run longhaul model prepare${values.tiny ? ' --tiny' : ''} --no-publish)`,
+      );
+    const result = await runReplayMemoryBenchmark({
+      modelDir,
+      trajectories: integerFlag(values.trajectories, 'trajectories', 8, 1, 10_000),
+      turns: integerFlag(values.turns, 'turns', 7, 1, 200),
+      concurrency: integerFlag(values.concurrency, 'concurrency', 4, 1, 256),
+      prefixCacheBytes: settings.policy.prefixCacheBytes,
+      threads: settings.policy.threads,
       log: (line) => console.error(line),
     });
     console.log(JSON.stringify(result));

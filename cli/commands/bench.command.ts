@@ -3,7 +3,7 @@ import path from 'node:path';
 import { config } from '../../infra/config.js';
 import { repoRoot } from '../../infra/paths.js';
 import { runSearchBenchmark } from '../../bench/search-benchmark.js';
-import { inferBenchmark } from './bench-infer.command.js';
+import { inferBenchmark, replayMemoryBenchmark } from './bench-infer.command.js';
 import { asyncBenchmark, concurrencyBenchmark, overheadBenchmark } from './bench-agent.command.js';
 import { transferBenchmark } from './bench-transfer.command.js';
 import { integerFlag, parseFlags } from '../arguments.js';
@@ -81,6 +81,7 @@ const searchBenchmark: Benchmark = {
 const benchmarks: Readonly<Record<string, Benchmark>> = {
   search: searchBenchmark,
   infer: inferBenchmark,
+  'replay-memory': replayMemoryBenchmark,
   overhead: overheadBenchmark,
   concurrency: concurrencyBenchmark,
   async: asyncBenchmark,
