@@ -226,7 +226,13 @@ export function reportCharts(model: ReportModel): Chart[] {
         encoding: {
           x: { field: 'step', type: 'ordinal', title: 'training step', sort: null, axis: { labelAngle: 0 } },
           y: { field: 'seconds', type: 'quantitative', aggregate: 'sum', title: 'seconds', stack: 'zero' },
-          color: { field: 'phase', type: 'nominal', title: 'phase', sort: { field: 'order' }, legend: { labelLimit: 400 } },
+          color: {
+            field: 'phase',
+            type: 'nominal',
+            title: null,
+            sort: { field: 'order' },
+            legend: { orient: 'bottom', columns: 3, labelLimit: 400 },
+          },
           order: { field: 'order', type: 'quantitative' },
           tooltip: [{ field: 'step' }, { field: 'phase' }, { field: 'seconds', format: '.1f' }],
         },
