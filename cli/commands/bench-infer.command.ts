@@ -94,6 +94,9 @@ export const replayMemoryBenchmark = {
       concurrency: { type: 'string' },
       json: { type: 'boolean' },
     });
+    const trajectories = integerFlag(values.trajectories, 'trajectories', 8, 1, 10_000);
+    const turns = integerFlag(values.turns, 'turns', 7, 1, 200);
+    const concurrency = integerFlag(values.concurrency, 'concurrency', 4, 1, 256);
     const settings = config();
     const modelDir = path.resolve(values['model-dir'] ?? preparedModelDir(settings.home, values.tiny === true));
     if (!fs.existsSync(path.join(modelDir, manifestFileName)))
@@ -102,9 +105,9 @@ export const replayMemoryBenchmark = {
       );
     const result = await runReplayMemoryBenchmark({
       modelDir,
-      trajectories: integerFlag(values.trajectories, 'trajectories', 8, 1, 10_000),
-      turns: integerFlag(values.turns, 'turns', 7, 1, 200),
-      concurrency: integerFlag(values.concurrency, 'concurrency', 4, 1, 256),
+      trajectories,
+      turns,
+      concurrency,
       prefixCacheBytes: settings.policy.prefixCacheBytes,
       threads: settings.policy.threads,
       log: (line) => console.error(line),

@@ -209,7 +209,8 @@ async function learnerFacts(client: Client | null, home: string, runId: string, 
 /**
  * The held-out trajectories no stored evaluation result covers. An evaluation's samples are named
  * `eval-<result>-q<i>-s<j>` (older ones `<result>-q<i>-s<j>`), and its result row already draws them with
- * the bootstrap interval: drawing them again from the rows put every demo stage on the chart twice.
+ * the bootstrap interval: drawing them again from the rows put every demo stage on the chart twice. (A
+ * transfer benchmark keeps its rows: they are what names each mode's lineage on the chart.)
  */
 export function notSummarised<Row extends { readonly trajectoryId: string }>(
   rows: readonly Row[],
@@ -519,7 +520,7 @@ export async function gatherReport(sources: ReportSources, options: GatherOption
   ] as const;
   const heldOutPoints = [
     ...seriesIntervalPoints(
-      notSummarised(heldOut, evaluations).map((row) => ({
+      (transfer ? heldOut : notSummarised(heldOut, evaluations)).map((row) => ({
         version: versionOf(row),
         value: row.rewardParts.em ?? 0,
         series: labelled(transfer ? 'held-out EM' : 'demo held-out EM', row),
