@@ -205,7 +205,6 @@ async function learnerFacts(client: Client | null, home: string, runId: string, 
   return null;
 }
 
-/** busy fraction of each step: its train seconds over the wall time since the previous step ended. */
 /**
  * The held-out trajectories no stored evaluation result covers. An evaluation's samples are named
  * `eval-<result>-q<i>-s<j>` (older ones `<result>-q<i>-s<j>`), and its result row already draws them with
@@ -220,6 +219,7 @@ export function notSummarised<Row extends { readonly trajectoryId: string }>(
   return rows.filter((row) => !prefixes.some((prefix) => row.trajectoryId.startsWith(prefix)));
 }
 
+/** busy fraction of each step: its train seconds over the wall time since the previous step ended. */
 export function stepPoints(history: readonly StepStats[], startedAtMs: number | null): StepPoint[] {
   return history.map((stats, index) => {
     const since = index > 0 ? history[index - 1]!.finishedAtMs : startedAtMs;
