@@ -51,7 +51,7 @@ export interface CurvePoint {
   readonly rss_mb: number;
 }
 
-const megabytes = (bytes: number) => Math.round(bytes / 1048576);
+export const megabytes = (bytes: number) => Math.round(bytes / 1048576);
 const round = (value: number, digits = 1) => Math.round(value * 10 ** digits) / 10 ** digits;
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
 

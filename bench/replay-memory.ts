@@ -9,6 +9,7 @@
  * each scored turn kept its prompt's keys and values. Run: `longhaul bench replay-memory --json`.
  */
 import { createOnnxBackend } from '../gpu/infer/onnx.backend.js';
+import { megabytes } from './infer-benchmark.js';
 
 export interface ReplayMemoryOptions {
   readonly modelDir: string;
@@ -19,8 +20,6 @@ export interface ReplayMemoryOptions {
   readonly threads: number;
   readonly log?: (line: string) => void;
 }
-
-const megabytes = (bytes: number) => Math.round(bytes / 1048576);
 
 /** Deterministic filler text (the figures are about memory, not about what the text says). */
 function filler(seed: number, characters: number): string {

@@ -254,13 +254,12 @@ export class BatchDecoder {
 
   /** Sequences the decoder still holds between runs: queued for prefill, waiting to join, in the current groups (tests). */
   heldSequences(): number {
-    const held = new Set<Sequence>([
-      ...this.prefillQueue,
-      ...this.joining,
-      ...(this.prefillGroup?.members ?? []),
-      ...(this.decodeGroup?.members ?? []),
-    ]);
-    return held.size;
+    return new Set(this.held()).size;
+  }
+
+  /** Every sequence in the prefill queue, the join queue and the current groups (one may be in two). */
+  private held(): Sequence[] {
+    return [...this.prefillQueue, ...this.joining, ...(this.prefillGroup?.members ?? []), ...(this.decodeGroup?.members ?? [])];
   }
 
   private keepPrefix(sequence: Sequence): void {
@@ -326,12 +325,7 @@ export class BatchDecoder {
     this.closed = true;
     await this.running;
     const error = new Error('the policy model is closed');
-    for (const sequence of [
-      ...this.prefillQueue,
-      ...this.joining,
-      ...(this.prefillGroup?.members ?? []),
-      ...(this.decodeGroup?.members ?? []),
-    ]) {
+    for (const sequence of this.held()) {
       sequence.waiter?.reject(error);
       sequence.waiter = undefined;
     }
