@@ -1,15 +1,36 @@
-/** A progress bar on a terminal; periodic plain lines when output is a file or a CI log. */
+/** A progress bar on a terminal; plain lines when output is a file or a CI log. */
 export interface Progress {
   update(done: number, note?: string): void;
   finish(note?: string): void;
 }
 
-export function progressBar(label: string, total: number, stream: NodeJS.WriteStream = process.stderr): Progress {
-  const startedAt = Date.now();
+export interface ProgressOptions {
+  /** Without a terminal, a line also when this long has passed since the last one and the note changed. @default 60000 */
+  readonly plainEveryMs?: number;
+  /** The clock (tests). */
+  readonly now?: () => number;
+}
+
+/**
+ * On a terminal, one bar redrawn in place. Otherwise a line at each tenth of the total and, between
+ * them, at most one a minute while the note changes: a step of RL can take ten minutes, and a log
+ * that says nothing for that long looks like a hang.
+ */
+export function progressBar(
+  label: string,
+  total: number,
+  stream: Pick<NodeJS.WriteStream, 'isTTY' | 'write'> = process.stderr,
+  options: ProgressOptions = {},
+): Progress {
+  const now = options.now ?? Date.now;
+  const plainEveryMs = options.plainEveryMs ?? 60_000;
+  const startedAt = now();
   let lastPlainPercent = -1;
+  let lastPlainAt = startedAt;
+  let lastPlainNote = '';
   const render = (done: number, note = '') => {
     const fraction = total > 0 ? Math.min(1, done / total) : 1;
-    const elapsed = (Date.now() - startedAt) / 1000;
+    const elapsed = (now() - startedAt) / 1000;
     const eta = fraction > 0 && fraction < 1 ? ` eta ${Math.round((elapsed / fraction) * (1 - fraction))}s` : '';
     if (stream.isTTY) {
       const width = 28;
@@ -19,8 +40,10 @@ export function progressBar(label: string, total: number, stream: NodeJS.WriteSt
       );
     } else {
       const percent = Math.floor(fraction * 10) * 10;
-      if (percent !== lastPlainPercent) {
+      if (percent !== lastPlainPercent || (now() - lastPlainAt >= plainEveryMs && note !== lastPlainNote)) {
         lastPlainPercent = percent;
+        lastPlainAt = now();
+        lastPlainNote = note;
         stream.write(`${label}: ${done}/${total} (${percent}%) ${elapsed.toFixed(0)}s ${note}\n`);
       }
     }
