@@ -62,8 +62,7 @@ import {
 import { synthesisCacheKey, synthesizeOrReuse } from '../demo/synthesis-cache.js';
 import { searchCorpusVersion } from '../../infra/postgres/evaluation-store.pg.js';
 import { inBand, splitQuestions, type DemoSplit } from '../demo/split.js';
-import { goldTurnLengths, goldTurnLengthsLine } from '../demo/gold-turn-lengths.js';
-import { BpeTokenizer } from '../../gpu/infer/tokenizer.js';
+import { measureGoldTurns } from '../demo/gold-turn-lengths.js';
 import { goldMeasures, type VersionBehaviour } from '../../activities/analysis/behaviour.js';
 import { pairedDifference, type PairedDifference } from '../../activities/evaluation/statistics.js';
 import {
@@ -436,23 +435,6 @@ warm start, a --band outside [0, 1], an empty held-out set (--heldout 0, or a --
           .filter((line) => line.trim())
           .map((line) => JSON.parse(line) as QuestionRow);
       const heldOutRows = await readRows(split.keys.heldOut);
-      /** The gold turns' lengths in the start version's tokens (a line; never stops the demo). */
-      const measureGoldTurns = async (version: number, rows: QuestionRow[]) => {
-        const row = await versions.get(version);
-        if (!row) return `gold turns: not measured (policy version ${version} is not registered)`;
-        try {
-          const tokenizer = new BpeTokenizer(JSON.parse((await blobs.get(`${row.blobPrefix}tokenizer.json`)).toString('utf8')) as unknown);
-          return goldTurnLengthsLine(
-            goldTurnLengths(
-              rows,
-              (text) => tokenizer.encode(text),
-              parseTrajectoryInput({ question: 'gold turns', ...plan.rl.trajectory }).limits.maxNewTokensPerTurn,
-            ),
-          );
-        } catch (error) {
-          return `gold turns: not measured (${error instanceof Error ? error.message : String(error)})`;
-        }
-      };
 
       const references = await phases.run('references', async () => {
         const sets = [];
@@ -506,7 +488,14 @@ warm start, a --band outside [0, 1], an empty held-out set (--heldout 0, or a --
       let rlStartVersion = startVersion;
       if (plan.warmStart.source === 'gold') {
         phase(`4/7 warm start: SFT on ${split.warmStart} gold paths × ${plan.warmStart.epochs} epochs, then evaluation`);
-        console.error(`  ${await measureGoldTurns(startVersion, await readRows(split.keys.warmStart))}`);
+        console.error(
+          `  ${await measureGoldTurns(
+            services,
+            startVersion,
+            await readRows(split.keys.warmStart),
+            parseTrajectoryInput({ question: 'gold turns', ...plan.rl.trajectory }).limits.maxNewTokensPerTurn,
+          )}`,
+        );
         const result = await phases.run<WarmStartResult>('warm-start', async () => {
           const { handle, how } = await startOrAttach(client, warmStartWorkflowType, {
             taskQueue,

@@ -24,6 +24,7 @@ import { startVersionFlag, startVersionRequest } from '../start-version.js';
 import { refuseConcurrentTraining, refuseUsedRunIds } from '../training-guard.js';
 import { createPgReportSource } from '../../infra/postgres/report-source.pg.js';
 import { describePending, pendingActivity } from '../activity-progress.js';
+import { measureGoldTurns } from '../demo/gold-turn-lengths.js';
 
 /** Follow a warm-start run with progress bars (trajectories, then the engine's updates) until it ends. */
 export async function followWarmStart(client: Client, handle: WorkflowHandle, expectedTrajectories: number): Promise<WarmStartResult> {
@@ -153,6 +154,8 @@ queue, publishing one new policy version. Survives any crash; watch it in the We
       await refuseUsedRunIds(createPgReportSource(services.pool), [runId], 'run-id');
       const startVersion = await startVersionFlag(services.versions, requestedStartVersion, 'start-version');
       await services.blobs.put(datasetKey, text, 'application/x-ndjson');
+      if (source === 'gold')
+        console.error(await measureGoldTurns(services, startVersion, rows, warmStartInput.trajectory.limits.maxNewTokensPerTurn));
       const handle = await client.workflow.start(warmStartWorkflowType, {
         taskQueue: taskQueueName('agent', settings.taskQueuePrefix),
         workflowId,

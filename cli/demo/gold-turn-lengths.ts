@@ -3,8 +3,11 @@
  * warm start replays a gold path with every turn forced, so nothing stops a turn longer than the limit
  * from being trained on; the policy can then never write it (it is cut at the limit, its tags
  * unclosed). Session 28's two-hop paths restated constraints in their thoughts and 109 of 156 had such
- * a turn: the demo now says so before it trains.
+ * a turn: the demo and `longhaul warm-start` now say so before they train.
  */
+import type { BlobStore } from '../../activities/ports/blob-store.port.js';
+import type { PolicyVersionStore } from '../../activities/ports/policy-version-store.port.js';
+import { BpeTokenizer } from '../../gpu/infer/tokenizer.js';
 import type { QuestionRow } from '../../workflows/contracts/learner.contract.js';
 
 export interface GoldTurnLengths {
@@ -37,4 +40,21 @@ export function goldTurnLengthsLine(lengths: GoldTurnLengths): string {
   return lengths.overLimit === 0
     ? `gold turns: the longest is ${lengths.longest} tokens, within the ${lengths.limit} a policy turn may write`
     : `gold turns: ${lengths.overLimit} of ${lengths.paths} paths have a turn longer than the ${lengths.limit} tokens a policy turn may write (longest ${lengths.longest}): the policy is trained on turns it cannot write (raise --max-new-tokens or shorten the thoughts)`;
+}
+
+/** The line for `rows` in the tokens of `version`'s tokenizer.json; says why when it cannot measure, never throws. */
+export async function measureGoldTurns(
+  stores: { readonly versions: Pick<PolicyVersionStore, 'get'>; readonly blobs: Pick<BlobStore, 'get'> },
+  version: number,
+  rows: readonly QuestionRow[],
+  limit: number,
+): Promise<string> {
+  try {
+    const row = await stores.versions.get(version);
+    if (!row) return `gold turns: not measured (policy version ${version} is not registered)`;
+    const tokenizer = new BpeTokenizer(JSON.parse((await stores.blobs.get(`${row.blobPrefix}tokenizer.json`)).toString('utf8')) as unknown);
+    return goldTurnLengthsLine(goldTurnLengths(rows, (text) => tokenizer.encode(text), limit));
+  } catch (error) {
+    return `gold turns: not measured (${error instanceof Error ? error.message : String(error)})`;
+  }
 }
