@@ -77,7 +77,9 @@ FILE is JSONL of {"id","question","answers":[…],"goldTurns":["<search>…</sea
 --source gold (default) replays each row's goldTurns through the real agent loop (real tools, real
 reward) with teacher forcing; --source samples runs N sampled trajectories per question. Either way
 only trajectories with reward ≥ --min-reward are kept, and sftStep trains on them on the gpu-train
-queue, publishing one new policy version. Survives any crash; watch it in the Web UI.
+queue, publishing one new policy version. Survives any crash; watch it in the Web UI. With --source
+gold it first prints how many gold paths have a turn longer than --max-new-tokens: teacher forcing
+trains on such a turn, but the policy is cut at the limit and can never write it.
 
   --start-version N  policy version to fine-tune (default: the latest; an older one is registered
                      again as latest + 1, since every step publishes base + 1)
