@@ -39,3 +39,11 @@ test('on a terminal, progress redraws one line in place', () => {
   assert.match(written[0]!, /x \[#{14}\.{14}\] 1\/2 0s/);
   assert.equal(written.at(-1), '\n');
 });
+
+test('a run cut short finishes at its own count, not the total asked at the start', () => {
+  const { lines, stream } = plainStream();
+  const bar = progressBar('training steps', 6, stream, { now: () => 0 });
+  bar.update(3, 'training');
+  bar.finish('v24', 4); // setConfig lowered maxSteps to 4 while it ran
+  assert.deepEqual(lines, ['training steps: 3/6 (50%) 0s training', 'training steps: 4/6 (60%) 0s v24']);
+});

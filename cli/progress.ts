@@ -1,7 +1,8 @@
 /** A progress bar on a terminal; plain lines when output is a file or a CI log. */
 export interface Progress {
   update(done: number, note?: string): void;
-  finish(note?: string): void;
+  /** The last line: `done` defaults to the total (a run cut short, e.g. fewer steps set while it ran, passes its own). */
+  finish(note?: string, done?: number): void;
 }
 
 export interface ProgressOptions {
@@ -50,8 +51,8 @@ export function progressBar(
   };
   return {
     update: render,
-    finish(note) {
-      render(total, note);
+    finish(note, done = total) {
+      render(done, note);
       if (stream.isTTY) stream.write('\n');
     },
   };

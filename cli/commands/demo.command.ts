@@ -626,7 +626,7 @@ warm start, a --band outside [0, 1], an empty held-out set (--heldout 0, or a --
             );
           },
         });
-        bar.finish(`v${result.finalVersion}`);
+        bar.finish(`v${result.finalVersion}`, result.steps);
         const leftovers = leftoverRolloutsLine(await cancelLeftoverRollouts(client, runId));
         if (leftovers) console.error(leftovers);
         return result;

@@ -299,7 +299,7 @@ flag and the field).`,
           );
         },
       });
-      bar.finish(`v${result.finalVersion}`);
+      bar.finish(`v${result.finalVersion}`, result.steps);
       const leftovers = leftoverRolloutsLine(await cancelLeftoverRollouts(client, runId));
       if (leftovers) console.error(leftovers);
       for (const stats of result.history)
