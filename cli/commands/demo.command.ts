@@ -62,7 +62,7 @@ import {
 import { synthesisCacheKey, synthesizeOrReuse } from '../demo/synthesis-cache.js';
 import { searchCorpusVersion } from '../../infra/postgres/evaluation-store.pg.js';
 import { inBand, splitQuestions, type DemoSplit } from '../demo/split.js';
-import { measureGoldTurns } from '../demo/gold-turn-lengths.js';
+import { measureGoldTurns } from '../gold-turn-lengths.js';
 import { goldMeasures, type VersionBehaviour } from '../../activities/analysis/behaviour.js';
 import { pairedDifference, type PairedDifference } from '../../activities/evaluation/statistics.js';
 import {

@@ -24,7 +24,7 @@ import { startVersionFlag, startVersionRequest } from '../start-version.js';
 import { refuseConcurrentTraining, refuseUsedRunIds } from '../training-guard.js';
 import { createPgReportSource } from '../../infra/postgres/report-source.pg.js';
 import { describePending, pendingActivity } from '../activity-progress.js';
-import { measureGoldTurns } from '../demo/gold-turn-lengths.js';
+import { measureGoldTurns } from '../gold-turn-lengths.js';
 
 /** Follow a warm-start run with progress bars (trajectories, then the engine's updates) until it ends. */
 export async function followWarmStart(client: Client, handle: WorkflowHandle, expectedTrajectories: number): Promise<WarmStartResult> {

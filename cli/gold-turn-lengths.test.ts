@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
-import { tinyModelDir } from '../../test/doubles/test-model.js';
-import { BpeTokenizer } from '../../gpu/infer/tokenizer.js';
+import { tinyModelDir } from '../test/doubles/test-model.js';
+import { BpeTokenizer } from '../gpu/infer/tokenizer.js';
 import { goldTurnLengths, goldTurnLengthsLine, measureGoldTurns } from './gold-turn-lengths.js';
 
 const words = (text: string) => text.split(' ').map((_, index) => index);

@@ -5,10 +5,10 @@
  * unclosed). Session 28's two-hop paths restated constraints in their thoughts and 109 of 156 had such
  * a turn: the demo and `longhaul warm-start` now say so before they train.
  */
-import type { BlobStore } from '../../activities/ports/blob-store.port.js';
-import type { PolicyVersionStore } from '../../activities/ports/policy-version-store.port.js';
-import { BpeTokenizer } from '../../gpu/infer/tokenizer.js';
-import type { QuestionRow } from '../../workflows/contracts/learner.contract.js';
+import type { BlobStore } from '../activities/ports/blob-store.port.js';
+import type { PolicyVersionStore } from '../activities/ports/policy-version-store.port.js';
+import { BpeTokenizer } from '../gpu/infer/tokenizer.js';
+import type { QuestionRow } from '../workflows/contracts/learner.contract.js';
 
 export interface GoldTurnLengths {
   /** Gold paths measured. */
