@@ -30,8 +30,9 @@ export function progressBar(
   let lastPlainAt = startedAt;
   let lastPlainNote = '';
   const render = (done: number, note = '') => {
+    const at = now();
     const fraction = total > 0 ? Math.min(1, done / total) : 1;
-    const elapsed = (now() - startedAt) / 1000;
+    const elapsed = (at - startedAt) / 1000;
     const eta = fraction > 0 && fraction < 1 ? ` eta ${Math.round((elapsed / fraction) * (1 - fraction))}s` : '';
     if (stream.isTTY) {
       const width = 28;
@@ -41,9 +42,9 @@ export function progressBar(
       );
     } else {
       const percent = Math.floor(fraction * 10) * 10;
-      if (percent !== lastPlainPercent || (now() - lastPlainAt >= plainEveryMs && note !== lastPlainNote)) {
+      if (percent !== lastPlainPercent || (at - lastPlainAt >= plainEveryMs && note !== lastPlainNote)) {
         lastPlainPercent = percent;
-        lastPlainAt = now();
+        lastPlainAt = at;
         lastPlainNote = note;
         stream.write(`${label}: ${done}/${total} (${percent}%) ${elapsed.toFixed(0)}s ${note}\n`);
       }
