@@ -4,14 +4,21 @@ import type { ChainNode, SynthesisFact, SynthesisState } from '../../workflows/c
 import { goldTurns, questionText } from './grounded.synthesizer.js';
 import { KnowledgeGraph } from './knowledge-graph.js';
 
-const fact = (subjectId: string, subjectName: string, predicate: string, objectId: string | null, objectText: string): SynthesisFact => ({
+const fact = (
+  subjectId: string,
+  subjectName: string,
+  predicate: string,
+  objectId: string | null,
+  objectText: string,
+  sentence = 't',
+): SynthesisFact => ({
   subjectId,
   subjectName,
   predicate,
   objectId,
   objectText,
   documentId: `doc-${subjectId}`,
-  evidence: { documentId: `doc-${subjectId}`, contentHash: 'h', start: 0, end: 1, spanSha256: 's', text: 't' },
+  evidence: { documentId: `doc-${subjectId}`, contentHash: 'h', start: 0, end: 1, spanSha256: 's', text: sentence },
 });
 
 const graph = new KnowledgeGraph({
@@ -33,11 +40,11 @@ const belarus: ChainNode = {
   literals: [],
 };
 
-function state(nodes: ChainNode[], answer: string): SynthesisState {
+function state(nodes: ChainNode[], answer: string, sentence?: string): SynthesisState {
   const subject = nodes[0]!;
   return {
     synthesizer: 'grounded',
-    seedFact: fact(subject.entityId, subject.name, 'capital', null, answer),
+    seedFact: fact(subject.entityId, subject.name, 'capital', null, answer, sentence),
     answer,
     nodes,
     injections: nodes.length - 1,
@@ -46,15 +53,16 @@ function state(nodes: ChainNode[], answer: string): SynthesisState {
   };
 }
 
-test('the gold path of one link says so in its first thought and answers after link 1 of 1', () => {
-  const oneHop = state([belarus, city], 'Minsk');
+test('the gold path of one link says so in its first thought and answers after link 1 of 1, quoting its sentence', () => {
+  const oneHop = state([belarus, city], 'Minsk', 'Its capital is Minsk.');
   assert.equal(questionText(oneHop), 'What is the capital of the country in which Barysaw lies?');
   assert.deepEqual(goldTurns(oneHop, graph), [
     '<think>The question names Barysaw; the answer is 1 link away. I will search for it.</think>\n<search>Barysaw</search>',
     '<think>I will read the document about Barysaw, link 0 of 1.</think>\n<access>city-1</access>',
     '<think>Link 1 of 1: the documents of Barysaw lead to Belarus. I will check it.</think>\n<search>Belarus</search>',
     '<think>I will read the document about Belarus, link 1 of 1.</think>\n<access>country-blr</access>',
-    '<think>Link 1 of 1 reached: the document of Belarus states that its capital is Minsk.</think>\n<answer>Minsk</answer>',
+    // The answer's thought quotes the sentence that states it, in the document's own words.
+    '<think>Link 1 of 1 reached: "Its capital is Minsk."</think>\n<answer>Minsk</answer>',
   ]);
 });
 
