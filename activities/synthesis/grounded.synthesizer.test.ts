@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { test } from 'node:test';
 import type { ChainNode, SynthesisFact, SynthesisState } from '../../workflows/contracts/synthesis.contract.js';
-import { goldTurns, questionText } from './grounded.synthesizer.js';
+import { goldTurns, goldTurnsFormat, questionText } from './grounded.synthesizer.js';
 import { KnowledgeGraph } from './knowledge-graph.js';
 
 const fact = (
@@ -40,6 +41,14 @@ const belarus: ChainNode = {
   literals: [],
 };
 
+const poland: ChainNode = {
+  entityId: 'country:POL',
+  kind: 'country',
+  name: 'Poland',
+  link: { fact: fact('country:POL', 'Poland', 'borders', 'country:BLR', 'Belarus'), forward: true },
+  literals: [],
+};
+
 function state(nodes: ChainNode[], answer: string, sentence?: string): SynthesisState {
   const subject = nodes[0]!;
   return {
@@ -67,13 +76,6 @@ test('the gold path of one link says so in its first thought and answers after l
 });
 
 test('the gold path of two links counts each link, so the turn after the first document goes on instead of answering', () => {
-  const poland: ChainNode = {
-    entityId: 'country:POL',
-    kind: 'country',
-    name: 'Poland',
-    link: { fact: fact('country:POL', 'Poland', 'borders', 'country:BLR', 'Belarus'), forward: true },
-    literals: [],
-  };
   const twoHop = state([poland, belarus, city], 'Warsaw');
   assert.equal(questionText(twoHop), 'What is the capital of the country that borders the country in which Barysaw lies?');
   const turns = goldTurns(twoHop, graph);
@@ -86,5 +88,20 @@ test('the gold path of two links counts each link, so the turn after the first d
   assert.equal(
     turns[6],
     '<think>Link 2 of 2 reached: the document of Poland states that its capital is Warsaw.</think>\n<answer>Warsaw</answer>',
+  );
+});
+
+test('goldTurnsFormat names the wording goldTurns writes: a demo reuses a synthesized dataset by it', () => {
+  // A reused dataset keeps the gold paths it was made with (cli/demo/synthesis-cache.ts keys on the
+  // number); this pins the number to the text, so changing the text without bumping it fails here.
+  const paths = [
+    goldTurns(state([belarus, city], 'Minsk', 'Its capital is Minsk.'), graph),
+    goldTurns(state([poland, belarus, city], 'Warsaw'), graph),
+  ];
+  const wording = createHash('sha256').update(JSON.stringify(paths)).digest('hex').slice(0, 16);
+  assert.equal(
+    `${goldTurnsFormat} ${wording}`,
+    '3 e84457818247fe80',
+    'goldTurns writes other text: bump goldTurnsFormat and pin the new hash',
   );
 });

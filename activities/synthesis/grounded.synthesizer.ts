@@ -183,6 +183,15 @@ export function goldTurns(state: SynthesisState, graph: KnowledgeGraph): string[
   return turns;
 }
 
+/**
+ * The version of the gold paths' wording: 1 the first, 2 counted links (session 30), 3 the quoted
+ * evidence. A demo run reuses a dataset an earlier run synthesized with the same settings, gold paths
+ * and all (cli/demo/synthesis-cache.ts keys on this): bump it whenever goldTurns writes other text, or
+ * a machine that ran the demo before keeps warm-starting on the old paths (session 30 changed them
+ * without a bump). The exact-turns tests pin it beside the text they expect.
+ */
+export const goldTurnsFormat = 3;
+
 /** The answer's thought quotes the sentence that states it when it is this short (else it paraphrases the fact). */
 const maxQuotedEvidence = 120;
 

@@ -11,10 +11,11 @@
  */
 import { createHash } from 'node:crypto';
 import type { BlobStore } from '../../activities/ports/blob-store.port.js';
+import { goldTurnsFormat } from '../../activities/synthesis/grounded.synthesizer.js';
 import type { SynthesisPlan } from './plan.js';
 import type { SynthesizedSet } from './stages.js';
 
-/** Bump when the synthesizer changes what it accepts, so that older entries stop matching. */
+/** Bump when the synthesizer changes what it accepts, so that older entries stop matching (its gold paths' wording has its own number, goldTurnsFormat). */
 export const synthesisCacheFormat = 2;
 
 export interface SynthesisCacheKeyParts {
@@ -33,6 +34,7 @@ export function synthesisCacheKey(parts: SynthesisCacheKeyParts): string {
   const { synthesis } = parts;
   const decided = {
     format: synthesisCacheFormat,
+    goldTurns: goldTurnsFormat,
     corpusVersion: parts.corpusVersion,
     policyFiles: parts.policyFiles,
     candidatesPerHop: synthesis.candidatesPerHop,
