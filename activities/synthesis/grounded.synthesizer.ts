@@ -152,7 +152,7 @@ export function chainFacts(state: SynthesisState): SynthesisFact[] {
  * A thought names the next node without restating its constraints: it named the node before them, so
  * they never helped choose it, and they made the turn longer than a policy turn may be: 109 of 156
  * two-hop paths and 25 of 148 one-hop paths of session 28's set had a turn over the demo's 48 new
- * tokens, a path the policy was trained on but could not write (7 of the 304 now).
+ * tokens, a path the policy was trained on but could not write (6 of the 304 now, with the quoted answer).
  *
  * The answer's thought quotes the document's sentence that states the answer ("Its people are called
  * Laotian."): the warm-started policy read the right country's document on 29 of 46 one-hop held-out
@@ -188,7 +188,7 @@ export function goldTurns(state: SynthesisState, graph: KnowledgeGraph): string[
  * evidence. A demo run reuses a dataset an earlier run synthesized with the same settings, gold paths
  * and all (cli/demo/synthesis-cache.ts keys on this): bump it whenever goldTurns writes other text, or
  * a machine that ran the demo before keeps warm-starting on the old paths (session 30 changed them
- * without a bump). The exact-turns tests pin it beside the text they expect.
+ * without a bump). A unit test pins it to a hash of the text goldTurns writes.
  */
 export const goldTurnsFormat = 3;
 
