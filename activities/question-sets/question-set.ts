@@ -154,11 +154,13 @@ export function parseQuestionSet(text: string, path: string, options: ParseOptio
 /** A Longhaul QuestionRow (the learner's and warm start's input) from an item; gold turns ride in metadata. */
 export function toQuestionRow(item: QuestionItem): QuestionRow {
   const goldTurns = item.metadata?.goldTurns;
+  const hops = item.metadata?.hops;
   return {
     id: item.id,
     question: item.question,
     answers: item.answers,
     ...(Array.isArray(goldTurns) && goldTurns.every((turn) => typeof turn === 'string') ? { goldTurns } : {}),
+    ...(typeof hops === 'number' ? { hops } : {}),
   };
 }
 
@@ -284,19 +286,34 @@ function detectLayout(rows: Rows, path: string): QuestionSetLayout {
   });
 }
 
+/**
+ * A Longhaul row's hop count: its own `hops`, else its synthesis provenance's (`provenance.hops`, what the grounded
+ * synthesizer writes); undefined when it has neither. A value that is not a whole number from 1 is a bad row.
+ */
+export function questionHops(row: Readonly<Record<string, unknown>>): number | undefined {
+  const provenance = row.provenance;
+  const [field, value] =
+    row.hops !== undefined
+      ? ['hops', row.hops]
+      : provenance !== null && typeof provenance === 'object' && (provenance as Record<string, unknown>).hops !== undefined
+        ? ['provenance.hops', (provenance as Record<string, unknown>).hops]
+        : [undefined, undefined];
+  if (field === undefined) return undefined;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1)
+    throw new RowError(field, 'expected a whole number of hops from 1');
+  return value;
+}
+
 function toItem(layout: QuestionSetLayout, row: Row, name: string, index: number): QuestionItem {
   switch (layout) {
     case 'longhaul': {
       const goldTurns = row.goldTurns === undefined ? undefined : stringList(row.goldTurns, 'goldTurns');
       if (!Array.isArray(row.answers)) throw new RowError('answers', row.answers === undefined ? 'missing' : 'expected a list of strings');
-      return item(
-        rowId(row, 'id', index),
-        text(row, 'question'),
-        answerList(row.answers, 'answers'),
-        row,
-        name,
-        goldTurns ? { goldTurns } : {},
-      );
+      const hops = questionHops(row);
+      return item(rowId(row, 'id', index), text(row, 'question'), answerList(row.answers, 'answers'), row, name, {
+        ...(goldTurns ? { goldTurns } : {}),
+        ...(hops !== undefined ? { hops } : {}),
+      });
     }
     case 'asearcher': {
       const answers = answerList(row.answer, 'answer');

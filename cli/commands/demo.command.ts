@@ -40,6 +40,7 @@ import { retentionPlan } from './model.command.js';
 import { refuseConcurrentTraining } from '../training-guard.js';
 import {
   createManifest,
+  createManifestFrom,
   checkRunId,
   DemoPhases,
   newRunId,
@@ -54,6 +55,7 @@ import {
   demoRolloutTemperature,
   presets,
   probeTrajectory,
+  rlFromPlan,
   rolloutTemperature,
   trainedLabel,
   type DemoFlagValues,
@@ -61,7 +63,7 @@ import {
 } from '../demo/plan.js';
 import { synthesisCacheKey, synthesizeOrReuse } from '../demo/synthesis-cache.js';
 import { searchCorpusVersion } from '../../infra/postgres/evaluation-store.pg.js';
-import { inBand, splitQuestions, type DemoSplit } from '../demo/split.js';
+import { inBand, splitQuestions, trainingCandidates, type DemoSplit } from '../demo/split.js';
 import { measureGoldTurns } from '../gold-turn-lengths.js';
 import { goldMeasures, type VersionBehaviour } from '../../activities/analysis/behaviour.js';
 import { pairedDifference, type PairedDifference } from '../../activities/evaluation/statistics.js';
@@ -171,6 +173,7 @@ async function datasetRows(plan: DemoPlan): Promise<QuestionRow[]> {
     );
   if (split.candidates.length === 0)
     throw new UsageError(`--train-candidates: ${file} leaves no training question after ${split.heldOut.length} held-out; lower --heldout`);
+  trainingCandidates(split.candidates, plan.rl.trainHops ?? null);
   return rows;
 }
 
@@ -297,6 +300,13 @@ terminates them; an evaluation then keeps the questions it had scored).
   --eval-concurrency C   evaluation trajectories at once (default 8; the band probe's too)
   --reference-limit N    questions per reference set (--full: 20; 0: none)
   --from-version N       policy version to start from (default: the latest registered; 0 = the base model)
+  --train-hops LIST      RL trains only on candidates of these hop counts, e.g. 1 (default: all); the split
+                         and so the held-out set stay as they are
+  --rl-from RUN          an RL ablation: reuse run RUN's questions, split, base and warm-start evaluations
+                         and warm-started policy (no stage before RL runs again), with RUN's RL settings
+                         changed by the RL flags given here (--steps --batch --group --lr --rl-trainable
+                         --temperature --reward --no-curriculum --band… --train-hops); the RL gain pairs
+                         with RUN's warm start on the same held-out questions. Any other flag: exit 2
 
 --json ends stdout with {"run_id","minutes","heldout_questions","em":{"base","warm_start","rl"},
 "em_ci95":{…},"rl_gain_em","rl_gain_em_ci95":[lo,hi],"warm_gain_em","warm_gain_em_ci95",
@@ -317,6 +327,13 @@ warm start, a --band outside [0, 1], an empty held-out set (--heldout 0, or a --
       manifest = readManifest(settings.home, checkRunId(values.resume, 'resume'));
       plan = manifest.plan;
       if (plan.datasetFile) givenRows = await datasetRows(plan);
+    } else if (values['rl-from'] !== undefined) {
+      const source = readManifest(settings.home, checkRunId(values['rl-from'], 'rl-from'), 'rl-from');
+      plan = rlFromPlan(source.plan, source.runId, values as DemoFlagValues);
+      checkPlan(plan);
+      if (plan.datasetFile) givenRows = await datasetRows(plan);
+      const runId = checkRunId(values['run-id'] ?? newRunId(), 'run-id');
+      manifest = createManifestFrom(settings.home, runId, plan, source);
     } else {
       plan = demoPlan(values as DemoFlagValues);
       checkPlan(plan);
@@ -327,9 +344,11 @@ warm start, a --band outside [0, 1], an empty held-out set (--heldout 0, or a --
     const runId = manifest.runId;
     const startedAt = Date.now();
     const phase = (name: string) => console.error(`\n▶ ${name} (${((Date.now() - startedAt) / 1000).toFixed(0)} s)`);
-    const phases = new DemoPhases(settings.home, manifest, (name) => console.error(`  ${name}: done before (${runId}), skipped`));
+    const phases = new DemoPhases(settings.home, manifest, (name, reusedFrom) =>
+      console.error(`  ${name}: ${reusedFrom ? `reused from run ${reusedFrom}` : `done before (${runId})`}, skipped`),
+    );
     console.error(
-      `demo run ${runId}${values.resume ? ' (resumed)' : ''} · manifest ${path.join(settings.home, 'demo-runs', `${runId}.json`)}`,
+      `demo run ${runId}${values.resume ? ' (resumed)' : ''}${plan.rlFrom ? ` · RL from run ${plan.rlFrom}'s warm start` : ''} · manifest ${path.join(settings.home, 'demo-runs', `${runId}.json`)}`,
     );
 
     phase('1/7 starting the stack');
@@ -530,7 +549,7 @@ warm start, a --band outside [0, 1], an empty held-out set (--heldout 0, or a --
           : `5/7 no band probe: RL starts on every candidate${plan.rl.curriculum ? `; the curriculum retires a question online once its groups pass at ≥ ${plan.band.high} or ≤ ${plan.band.low}` : ' (--no-curriculum)'}`,
       );
       const band = await phases.run<BandRecord>('band', async () => {
-        const candidates = await readRows(split.keys.candidates);
+        const candidates = trainingCandidates(await readRows(split.keys.candidates), plan.rl.trainHops ?? null);
         const trainKey = `datasets/${runId}/train.jsonl`;
         if (!plan.band.enabled) {
           await blobs.put(trainKey, jsonl(candidates), 'application/x-ndjson');
@@ -581,6 +600,13 @@ warm start, a --band outside [0, 1], an empty held-out set (--heldout 0, or a --
       phase(
         `6/7 async RL: ${String(plan.rl.settings.maxSteps)} steps of ${String(plan.rl.settings.batchSize)} trajectories (G=${String(plan.rl.settings.groupSize)})`,
       );
+      // An --rl-from run starts from its source's warm-started version registered again (versions only grow: the
+      // source's own RL published the versions after it), once: a resumed run keeps the one it registered.
+      const learnerStartVersion = plan.rlFrom
+        ? await phases.run('rl-start-version', () => startVersionFlag(versions, rlStartVersion, 'rl-from'))
+        : rlStartVersion;
+      if (learnerStartVersion !== rlStartVersion)
+        console.error(`  RL starts from v${learnerStartVersion} (the weights of ${plan.rlFrom}'s warm start v${rlStartVersion})`);
       const learned = await phases.run<LearnerResult>('rl', async () => {
         // A learner of this run still running (this process was killed) has published newer versions: serve the newest.
         const running = await client.workflow
@@ -588,7 +614,7 @@ warm start, a --band outside [0, 1], an empty held-out set (--heldout 0, or a --
           .describe()
           .then((description) => description.status.name === 'RUNNING')
           .catch(() => false);
-        await restartInference(running ? ((await versions.latest())?.version ?? rlStartVersion) : rlStartVersion);
+        await restartInference(running ? ((await versions.latest())?.version ?? rlStartVersion) : learnerStartVersion);
         const { handle, how } = await startOrAttach(client, learnerWorkflowType, {
           taskQueue,
           workflowId: `learner-${runId}`,
@@ -597,7 +623,7 @@ warm start, a --band outside [0, 1], an empty held-out set (--heldout 0, or a --
             {
               runId,
               datasetKey: band.trainKey,
-              startVersion: rlStartVersion,
+              startVersion: learnerStartVersion,
               settings: plan.rl.settings,
               trajectory: plan.rl.trajectory,
               hyperparameters: plan.rl.hyperparameters,

@@ -18,7 +18,10 @@ export interface DemoManifest {
   readonly createdAt: string;
   readonly plan: DemoPlan;
   /** Phase name → its result (JSON) and the wall seconds its work took (absent in older manifests), in the order they finished. */
-  readonly phases: Record<string, { readonly finishedAt: string; readonly seconds?: number; readonly result: unknown }>;
+  readonly phases: Record<
+    string,
+    { readonly finishedAt: string; readonly seconds?: number; readonly result: unknown; readonly reusedFrom?: string }
+  >;
 }
 
 export const manifestFolder = (home: string) => path.join(home, 'demo-runs');
@@ -38,7 +41,7 @@ export function newRunId(now = new Date()): string {
 }
 
 /** The manifest of `runId`, or a UsageError naming --resume (with the runs there are). */
-export function readManifest(home: string, runId: string): DemoManifest {
+export function readManifest(home: string, runId: string, flag = 'resume'): DemoManifest {
   const file = manifestPath(home, runId);
   if (!fs.existsSync(file)) {
     const known = fs.existsSync(manifestFolder(home))
@@ -49,13 +52,13 @@ export function readManifest(home: string, runId: string): DemoManifest {
           .sort()
       : [];
     throw new UsageError(
-      `--resume: no demo run "${runId}" under ${manifestFolder(home)} (${known.length ? `runs: ${known.slice(-5).join(', ')}` : 'no run there yet'})`,
+      `--${flag}: no demo run "${runId}" under ${manifestFolder(home)} (${known.length ? `runs: ${known.slice(-5).join(', ')}` : 'no run there yet'})`,
     );
   }
   const manifest = JSON.parse(fs.readFileSync(file, 'utf8')) as DemoManifest;
   if (manifest.version !== manifestVersion)
     throw new UsageError(
-      `--resume: ${file} is a manifest of version ${String(manifest.version)}; this demo reads version ${manifestVersion}`,
+      `--${flag}: ${file} is a manifest of version ${String(manifest.version)}; this demo reads version ${manifestVersion}`,
     );
   return manifest;
 }
@@ -66,6 +69,41 @@ export function createManifest(home: string, runId: string, plan: DemoPlan): Dem
   const manifest: DemoManifest = { version: manifestVersion, runId, createdAt: new Date().toISOString(), plan, phases: {} };
   writeManifest(home, manifest);
   return manifest;
+}
+
+/** The phases an `--rl-from` run takes over from its source run: everything before RL. */
+export const phasesBeforeRl = [
+  'corpus',
+  'start-version',
+  'synthesis',
+  'split',
+  'references',
+  'evaluation-base',
+  'warm-start',
+  'evaluation-warm',
+] as const;
+
+/**
+ * A new run that reuses `source`'s finished phases before RL (`--rl-from`): they are copied into its manifest marked
+ * `reusedFrom`, so the run (and a later --resume of it) skips them. Refused (exit 2) while the source has not finished
+ * its warm-start evaluation.
+ */
+export function createManifestFrom(home: string, runId: string, plan: DemoPlan, source: DemoManifest): DemoManifest {
+  const missing = phasesBeforeRl.filter((name) => source.phases[name] === undefined);
+  if (missing.length > 0)
+    throw new UsageError(
+      `--rl-from: run ${source.runId} has not finished ${missing.join(', ')}; finish it first (longhaul demo --resume ${source.runId})`,
+    );
+  const manifest = createManifest(home, runId, plan);
+  const phases = Object.fromEntries(
+    phasesBeforeRl.map((name) => [
+      name,
+      { ...source.phases[name]!, seconds: 0, reusedFrom: source.phases[name]!.reusedFrom ?? source.runId },
+    ]),
+  );
+  const copied = { ...manifest, phases };
+  writeManifest(home, copied);
+  return copied;
 }
 
 export function writeManifest(home: string, manifest: DemoManifest): void {
@@ -86,7 +124,7 @@ export class DemoPhases {
   constructor(
     private readonly home: string,
     manifest: DemoManifest,
-    private readonly onSkip: (name: string) => void = () => undefined,
+    private readonly onSkip: (name: string, reusedFrom?: string) => void = () => undefined,
   ) {
     this.current = manifest;
   }
@@ -102,7 +140,7 @@ export class DemoPhases {
   async run<T>(name: string, work: () => Promise<T>): Promise<T> {
     const stored = this.current.phases[name];
     if (stored !== undefined) {
-      this.onSkip(name);
+      this.onSkip(name, stored.reusedFrom);
       return stored.result as T;
     }
     const startedAt = Date.now();
@@ -118,7 +156,9 @@ export class DemoPhases {
 
   /** Wall seconds per finished phase, in the order they finished (null: a manifest written before phases were timed). */
   stageSeconds(): { readonly stage: string; readonly seconds: number | null }[] {
-    return Object.entries(this.current.phases).map(([stage, phase]) => ({ stage, seconds: phase.seconds ?? null }));
+    return Object.entries(this.current.phases)
+      .filter(([, phase]) => phase.reusedFrom === undefined)
+      .map(([stage, phase]) => ({ stage, seconds: phase.seconds ?? null }));
   }
 }
 

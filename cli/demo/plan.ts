@@ -67,6 +67,11 @@ export interface RlConfiguration {
   readonly hyperparameters: Record<string, unknown>;
   /** The learner's curriculum (workflows/learner-curriculum.ts) without its activeSize, set from the band; null: off. */
   readonly curriculum: Record<string, unknown> | null;
+  /**
+   * Train only on candidates of these hop counts (`--train-hops`; null or absent: every candidate). Applied after the
+   * split, so the held-out and warm-start sets do not change with it.
+   */
+  readonly trainHops?: readonly number[] | null;
 }
 
 export interface DemoPlan {
@@ -97,6 +102,11 @@ export interface DemoPlan {
   /** Outside reference sets evaluated at each stage (empty: none). */
   readonly references: { readonly sets: readonly string[]; readonly limit: number };
   readonly fromVersion: number | null;
+  /**
+   * `--rl-from RUN`: this run reuses RUN's corpus, questions, split, references, base and warm-start evaluations and
+   * warm-started policy, and runs only RL and the evaluation after it (absent or null: a whole run).
+   */
+  readonly rlFrom?: string | null;
 }
 
 /** The demo's flags (parseArgs options). */
@@ -141,6 +151,8 @@ export const demoFlagOptions = {
   'reference-limit': { type: 'string' },
   'from-version': { type: 'string' },
   contamination: { type: 'string' },
+  'train-hops': { type: 'string' },
+  'rl-from': { type: 'string' },
 } as const;
 
 export type DemoFlagValues = Partial<Record<keyof typeof demoFlagOptions, string | boolean>>;
@@ -236,11 +248,11 @@ export function parseBand(value: string | undefined): { low: number; high: numbe
 }
 
 /** `--hops LIST`: hop counts of the synthesizer, e.g. "1,2". */
-export function parseHops(value: string | undefined, fallback: readonly number[]): number[] {
+export function parseHops(value: string | undefined, fallback: readonly number[], flag = 'hops'): number[] {
   if (value === undefined) return [...fallback];
-  const hops = value.split(',').map((part) => Number(part.trim()));
+  const hops = value.split(',').map((part) => (part.trim() === '' ? Number.NaN : Number(part.trim())));
   if (hops.length === 0 || hops.some((hop) => !Number.isInteger(hop) || hop < 1 || hop > 8) || new Set(hops).size !== hops.length)
-    throw new UsageError(`--hops expects distinct hop counts between 1 and 8 separated by commas (e.g. 1,2), got "${value}"`);
+    throw new UsageError(`--${flag} expects distinct hop counts between 1 and 8 separated by commas (e.g. 1,2), got "${value}"`);
   return hops;
 }
 
@@ -328,6 +340,11 @@ export function demoPlan(values: DemoFlagValues): DemoPlan {
       `--eval-k ${evalK} with --eval-temperature 0 gives ${evalK} identical greedy samples; set --eval-temperature (e.g. 0.7)`,
     );
   const referenceLimit = integer('reference-limit', preset.referenceLimit, 0, 100_000);
+  const trainHops = values['train-hops'] === undefined ? null : parseHops(text(values['train-hops']), [], 'train-hops');
+  if (trainHops !== null && datasetFile === null && !trainHops.every((hop) => hops.includes(hop)))
+    throw new UsageError(
+      `--train-hops ${trainHops.join(',')}: this run synthesizes ${hops.join(',')}-hop questions only (--hops); give hop counts among them`,
+    );
   const reward = text(values.reward) ?? 'f1_format';
   if (!(rlRewardMetrics as readonly string[]).includes(reward))
     throw new UsageError(`--reward expects one of ${rlRewardMetrics.join(', ')} (the RL reward), got "${reward}"`);
@@ -383,6 +400,7 @@ export function demoPlan(values: DemoFlagValues): DemoPlan {
       // after 3 in a row ≤ LOW (--band; default 0,1: all passing, none passing).
       curriculum:
         values['no-curriculum'] === true ? null : { lower: band.low, upper: band.high, masteredAfter: 2, tooHardAfter: 3, passReward: 0.5 },
+      trainHops,
     },
     evaluation: {
       k: evalK,
@@ -392,6 +410,96 @@ export function demoPlan(values: DemoFlagValues): DemoPlan {
     },
     references: { sets: referenceLimit > 0 ? [...referenceSets] : [], limit: referenceLimit },
     fromVersion: startVersionRequest(text(values['from-version']), 'from-version') ?? null,
+    rlFrom: null,
+  };
+}
+
+/** The flags an `--rl-from` run may give: RL's own (what it changes against the run it starts from) and the run's name. */
+export const rlFromFlags = [
+  'rl-from',
+  'run-id',
+  'json',
+  'steps',
+  'batch',
+  'group',
+  'lr',
+  'rl-trainable',
+  'temperature',
+  'reward',
+  'no-curriculum',
+  'band',
+  'band-probe',
+  'band-k',
+  'no-band',
+  'train-hops',
+] as const;
+
+/**
+ * The plan of `--rl-from SOURCE`: SOURCE's plan (its questions, split, warm start, evaluation settings and reference
+ * sets, so that the held-out scores pair question by question), with the RL flags given here replacing SOURCE's RL
+ * settings one by one; a flag of an earlier stage is refused (exit 2), since those stages are not run again.
+ */
+export function rlFromPlan(source: DemoPlan, sourceRunId: string, values: DemoFlagValues): DemoPlan {
+  const others = Object.keys(values).filter((flag) => !(rlFromFlags as readonly string[]).includes(flag));
+  if (others.length > 0)
+    throw new UsageError(
+      `--rl-from reuses ${sourceRunId}'s questions, warm start and evaluation settings; leave out --${others.join(', --')} (RL's flags: --${rlFromFlags.slice(3).join(', --')})`,
+    );
+  if (source.warmStart.source !== 'gold')
+    throw new UsageError(
+      `--rl-from: ${sourceRunId} has no warm start (--warm-start none); run RL from its base with --from-version instead`,
+    );
+  const given = (flag: keyof typeof demoFlagOptions) => values[flag] !== undefined;
+  // The RL flags read as a whole run would read them (the same checks and defaults); --no-curriculum is checked below
+  // against the source's candidates.
+  const { 'rl-from': _source, 'no-curriculum': _noCurriculum, ...rlValues } = values;
+  const fresh = demoPlan({ ...(source.full ? { full: true } : {}), ...rlValues });
+  const sourceTemperature = rolloutTemperature(source);
+  const settings = {
+    ...source.rl.settings,
+    ...(given('steps') ? { maxSteps: fresh.rl.settings.maxSteps } : {}),
+    ...(given('batch') ? { batchSize: fresh.rl.settings.batchSize, maxInflight: fresh.rl.settings.maxInflight } : {}),
+    ...(given('group') ? { groupSize: fresh.rl.settings.groupSize } : {}),
+  };
+  const trainable = given('rl-trainable') ? fresh.rl.hyperparameters.trainable : source.rl.hyperparameters.trainable;
+  const hyperparameters = {
+    ...source.rl.hyperparameters,
+    trainable,
+    // A new --rl-trainable without --lr takes that mode's default rate, as a whole run would.
+    ...(given('lr') || given('rl-trainable') ? { learningRate: fresh.rl.hyperparameters.learningRate } : {}),
+  };
+  if (given('no-curriculum')) {
+    const needed = Math.ceil((Number(settings.maxSteps) * Number(settings.batchSize)) / Number(settings.groupSize));
+    if (source.split.candidates < needed)
+      throw new UsageError(
+        `--no-curriculum: ${sourceRunId} has ${source.split.candidates} training candidates and ${String(settings.maxSteps)} steps × ${String(settings.batchSize)} trajectories in groups of ${String(settings.groupSize)} draw ${needed} questions, each once; lower --steps or keep the curriculum`,
+      );
+  }
+  const bandGiven = given('band') || given('band-probe') || given('band-k') || given('no-band');
+  const band = bandGiven ? fresh.band : source.band;
+  const curriculum = given('no-curriculum')
+    ? null
+    : given('band') && source.rl.curriculum
+      ? { ...source.rl.curriculum, lower: band.low, upper: band.high }
+      : source.rl.curriculum;
+  return {
+    ...source,
+    band,
+    rl: {
+      settings,
+      trajectory: {
+        ...source.rl.trajectory,
+        options: {
+          ...(source.rl.trajectory.options ?? {}),
+          temperature: given('temperature') ? rolloutTemperature(fresh) : sourceTemperature,
+        },
+        ...(given('reward') ? { rewardMetric: fresh.rl.trajectory.rewardMetric } : {}),
+      },
+      hyperparameters,
+      curriculum,
+      trainHops: given('train-hops') ? fresh.rl.trainHops : (source.rl.trainHops ?? null),
+    },
+    rlFrom: sourceRunId,
   };
 }
 

@@ -8,6 +8,7 @@ import { ContaminationIndex } from '../../activities/question-sets/contamination
 import { seededRandom } from '../../activities/evaluation/statistics.js';
 import { normalizeAnswer } from '../../activities/reward/metrics.js';
 import type { QuestionRow } from '../../workflows/contracts/learner.contract.js';
+import { UsageError } from '../command.js';
 
 export interface SplitCounts {
   readonly heldOut: number;
@@ -113,4 +114,24 @@ export interface Band {
 /** Questions whose pass rate p lies strictly inside the band (low < p < high): neither always nor never solved. */
 export function inBand<T extends { readonly passRate: number }>(probed: readonly T[], band: Band): T[] {
   return probed.filter((item) => item.passRate > band.low && item.passRate < band.high);
+}
+
+/**
+ * The training candidates RL may draw (`--train-hops`): those of the given hop counts (null: all), in their order.
+ * None left is a UsageError naming the flag: a candidate without a hop count (a question set that does not carry one)
+ * never matches.
+ */
+export function trainingCandidates(candidates: readonly QuestionRow[], hops: readonly number[] | null): QuestionRow[] {
+  if (hops === null) return [...candidates];
+  const kept = candidates.filter((row) => row.hops !== undefined && hops.includes(row.hops));
+  if (kept.length === 0) {
+    const counts = new Map<string, number>();
+    for (const row of candidates) counts.set(String(row.hops ?? 'none'), (counts.get(String(row.hops ?? 'none')) ?? 0) + 1);
+    throw new UsageError(
+      `--train-hops ${hops.join(',')}: none of the ${candidates.length} training candidates has that hop count (hop counts: ${[...counts]
+        .map(([count, rows]) => `${rows}× ${count}`)
+        .join(', ')}); give one they have, or leave the flag out`,
+    );
+  }
+  return kept;
 }

@@ -10,6 +10,7 @@ import { loadTrajectoryView } from '../../activities/analysis/trajectory-view.js
 import { questionScores } from '../../activities/evaluation/compare.js';
 import { mean, type PerQuestionScore } from '../../activities/evaluation/statistics.js';
 import type { BlobStore } from '../../activities/ports/blob-store.port.js';
+import { questionHops } from '../../activities/question-sets/question-set.js';
 import { evaluationResultSchema, type EvaluationResult } from '../../activities/ports/evaluation-result.schema.js';
 import {
   evaluationKeys,
@@ -105,8 +106,15 @@ export async function synthesizedRows(blobs: BlobStore, blobKey: string): Promis
     .split('\n')
     .filter((line) => line.trim() !== '')
     .map((line) => {
-      const row = JSON.parse(line) as QuestionRow;
-      return { id: row.id, question: row.question, answers: row.answers, ...(row.goldTurns ? { goldTurns: row.goldTurns } : {}) };
+      const row = JSON.parse(line) as QuestionRow & Record<string, unknown>;
+      const hops = questionHops(row);
+      return {
+        id: row.id,
+        question: row.question,
+        answers: row.answers,
+        ...(row.goldTurns ? { goldTurns: row.goldTurns } : {}),
+        ...(hops !== undefined ? { hops } : {}),
+      };
     });
 }
 

@@ -284,6 +284,8 @@ export interface QuestionRow {
   readonly answers: readonly string[];
   /** A gold solution path (one text per turn) for the warm start's teacher forcing; RL ignores it. */
   readonly goldTurns?: readonly string[];
+  /** The hop count of a synthesized question (its provenance), for choosing training questions by it; RL ignores it. */
+  readonly hops?: number;
 }
 
 /** Activities the learner calls (agent queue unless noted). */
