@@ -63,7 +63,7 @@ import {
 } from '../demo/plan.js';
 import { synthesisCacheKey, synthesizeOrReuse } from '../demo/synthesis-cache.js';
 import { searchCorpusVersion } from '../../infra/postgres/evaluation-store.pg.js';
-import { inBand, splitQuestions, trainingCandidates, type DemoSplit } from '../demo/split.js';
+import { inBand, splitQuestions, trainingCandidates, withHops, type DemoSplit } from '../demo/split.js';
 import { measureGoldTurns } from '../gold-turn-lengths.js';
 import { goldMeasures, type VersionBehaviour } from '../../activities/analysis/behaviour.js';
 import { pairedDifference, type PairedDifference } from '../../activities/evaluation/statistics.js';
@@ -454,6 +454,8 @@ warm start, a --band outside [0, 1], an empty held-out set (--heldout 0, or a --
           .filter((line) => line.trim())
           .map((line) => JSON.parse(line) as QuestionRow);
       const heldOutRows = await readRows(split.keys.heldOut);
+      // The rows the split was made of (a split stored before rows carried their hop count lacks it: --train-hops reads it here).
+      const sourceRows = async () => givenRows ?? (await Promise.all(synthesized.map((set) => synthesizedRows(blobs, set.blobKey)))).flat();
 
       const references = await phases.run('references', async () => {
         const sets = [];
@@ -549,7 +551,10 @@ warm start, a --band outside [0, 1], an empty held-out set (--heldout 0, or a --
           : `5/7 no band probe: RL starts on every candidate${plan.rl.curriculum ? `; the curriculum retires a question online once its groups pass at ≥ ${plan.band.high} or ≤ ${plan.band.low}` : ' (--no-curriculum)'}`,
       );
       const band = await phases.run<BandRecord>('band', async () => {
-        const candidates = trainingCandidates(await readRows(split.keys.candidates), plan.rl.trainHops ?? null);
+        const candidates = trainingCandidates(
+          withHops(await readRows(split.keys.candidates), plan.rl.trainHops ? await sourceRows() : []),
+          plan.rl.trainHops ?? null,
+        );
         const trainKey = `datasets/${runId}/train.jsonl`;
         if (!plan.band.enabled) {
           await blobs.put(trainKey, jsonl(candidates), 'application/x-ndjson');

@@ -116,6 +116,12 @@ export function inBand<T extends { readonly passRate: number }>(probed: readonly
   return probed.filter((item) => item.passRate > band.low && item.passRate < band.high);
 }
 
+/** `rows` with the hop count of the same question in `source` where they have none (rows stored before they carried it). */
+export function withHops(rows: readonly QuestionRow[], source: readonly QuestionRow[]): QuestionRow[] {
+  const hops = new Map(source.flatMap((row) => (row.hops === undefined ? [] : [[row.id, row.hops] as const])));
+  return rows.map((row) => (row.hops === undefined && hops.has(row.id) ? { ...row, hops: hops.get(row.id)! } : row));
+}
+
 /**
  * The training candidates RL may draw (`--train-hops`): those of the given hop counts (null: all), in their order.
  * None left is a UsageError naming the flag: a candidate without a hop count (a question set that does not carry one)
