@@ -200,3 +200,25 @@ test('ASearcher JSONL round-trips through the loader, and items become learner Q
   });
   assert.deepEqual(toQuestionRow(items[1]!), { id: 'a2', question: 'Highest peak?', answers: ['Everest'] });
 });
+
+test("a Longhaul row's hop count: its own, else its synthesis provenance's; a bad one skips the row naming the field", () => {
+  const rows = [
+    { id: 'own', question: 'q1?', answers: ['a'], hops: 2 },
+    { id: 'synthesized', question: 'q2?', answers: ['b'], provenance: { datasetId: 'd', hops: 1 } },
+    { id: 'none', question: 'q3?', answers: ['c'] },
+    { id: 'bad', question: 'q4?', answers: ['d'], provenance: { hops: 'one' } },
+    { id: 'zero', question: 'q5?', answers: ['e'], hops: 0 },
+  ];
+  const set = parseQuestionSet(rows.map((row) => JSON.stringify(row)).join('\n'), 'rows.jsonl');
+  assert.deepEqual(
+    set.items.map((item) => toQuestionRow(item).hops),
+    [2, 1, undefined],
+  );
+  assert.deepEqual(
+    set.skipped.map((row) => [row.line, row.field]),
+    [
+      [4, 'provenance.hops'],
+      [5, 'hops'],
+    ],
+  );
+});

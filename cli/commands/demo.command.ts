@@ -548,7 +548,7 @@ warm start, a --band outside [0, 1], an empty held-out set (--heldout 0, or a --
       phase(
         plan.band.enabled
           ? `5/7 learnable band: ${split.candidates} candidates × ${plan.band.k} samples at T = ${rolloutTemperature(plan)} (the RL temperature), keeping ${plan.band.low} < pass rate < ${plan.band.high}`
-          : `5/7 no band probe: RL starts on every candidate${plan.rl.curriculum ? `; the curriculum retires a question online once its groups pass at ≥ ${plan.band.high} or ≤ ${plan.band.low}` : ' (--no-curriculum)'}`,
+          : `5/7 no band probe: RL starts on every ${plan.rl.trainHops ? `${plan.rl.trainHops.join('- or ')}-hop ` : ''}candidate${plan.rl.curriculum ? `; the curriculum retires a question online once its groups pass at ≥ ${plan.band.high} or ≤ ${plan.band.low}` : ' (--no-curriculum)'}`,
       );
       const band = await phases.run<BandRecord>('band', async () => {
         const candidates = trainingCandidates(
@@ -589,6 +589,10 @@ warm start, a --band outside [0, 1], an empty held-out set (--heldout 0, or a --
         await blobs.put(trainKey, jsonl(train), 'application/x-ndjson');
         return { probed: candidates.length, kept: kept.size, passRates, histogram, fallback, trainKey, seconds: probe.seconds };
       });
+      if (plan.rl.trainHops)
+        console.error(
+          `  --train-hops ${plan.rl.trainHops.join(',')}: ${plan.band.enabled ? band.probed : band.kept} of the ${split.candidates} candidates`,
+        );
       if (plan.band.enabled) {
         console.error(
           `  pass rates: ${Object.entries(band.histogram)

@@ -2,7 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { normalizeAnswer } from '../../activities/reward/metrics.js';
 import type { QuestionRow } from '../../workflows/contracts/learner.contract.js';
-import { inBand, seededShuffle, splitQuestions } from './split.js';
+import { UsageError } from '../command.js';
+import { inBand, seededShuffle, splitQuestions, trainingCandidates, withHops } from './split.js';
 
 const countries = [
   'Peru',
@@ -142,4 +143,20 @@ test('--contamination text keeps a held-out template sibling of a trained questi
   // Equal text is contamination under both rules.
   const twins: QuestionRow[] = [siblings[0]!, { ...siblings[0]!, id: 'c', answers: ['Prishtina'] }];
   assert.equal(splitQuestions(twins, { ...counts, contamination: 'text' }, 3).contaminated[0]?.reason, 'normalised-text');
+});
+
+test('training candidates by hop count (--train-hops), hop counts filled in from the rows the split was made of', () => {
+  const row = (id: string, hops?: number): QuestionRow => ({ id, question: `${id}?`, answers: [id], ...(hops ? { hops } : {}) });
+  const candidates = [row('a', 1), row('b', 2), row('c'), row('d', 1)];
+  assert.deepEqual(
+    trainingCandidates(candidates, [1]).map((item) => item.id),
+    ['a', 'd'],
+  );
+  assert.deepEqual(trainingCandidates(candidates, null), candidates);
+  assert.throws(
+    () => trainingCandidates(candidates, [3]),
+    (error: unknown) => error instanceof UsageError && /--train-hops 3: none of the 4 .*2× 1, 1× 2, 1× none/.test(error.message),
+  );
+  const stored = [row('a'), row('c'), row('x')];
+  assert.deepEqual(withHops(stored, [row('a', 2), row('c'), row('z', 1)]), [row('a', 2), row('c'), row('x')]);
 });

@@ -1,0 +1,95 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { UsageError } from '../command.js';
+import { createManifest, createManifestFrom, DemoPhases, phasesBeforeRl, readManifest } from './manifest.js';
+import { demoPlan, demoTrainable, rlFromPlan, warmStartTrainable } from './plan.js';
+
+const usage = (pattern: RegExp) => (error: unknown) => error instanceof UsageError && pattern.test(error.message);
+
+test('--rl-from: the source plan with only the RL flags given replaced, one by one', () => {
+  const source = demoPlan({ full: true, steps: '6', 'sft-questions': '128', dataset: 'set.jsonl' });
+  const same = rlFromPlan(source, 'src', { 'rl-from': 'src', 'run-id': 'ablation', json: true });
+  assert.equal(same.rlFrom, 'src');
+  assert.deepEqual({ ...same, rlFrom: null }, { ...source, rl: { ...source.rl, trainHops: null } }, 'no RL flag: the source plan');
+
+  const plan = rlFromPlan(source, 'src', { 'rl-from': 'src', group: '8', lr: '1e-5', 'train-hops': '1', temperature: '0.9' });
+  assert.equal(plan.rl.settings.groupSize, 8);
+  assert.equal(plan.rl.settings.maxSteps, 6, "steps not given: the source's 6, not --full's default 8");
+  assert.equal(plan.rl.settings.batchSize, source.rl.settings.batchSize);
+  assert.equal(plan.rl.hyperparameters.learningRate, 1e-5);
+  assert.deepEqual(plan.rl.hyperparameters.trainable, warmStartTrainable, "the source's full-parameter RL kept");
+  assert.deepEqual(plan.rl.trainHops, [1]);
+  assert.equal(plan.rl.trajectory.options?.temperature, 0.9);
+  assert.equal(plan.rl.trajectory.rewardMetric, source.rl.trajectory.rewardMetric);
+  assert.deepEqual(plan.rl.trajectory.limits, source.rl.trajectory.limits);
+  for (const part of ['split', 'warmStart', 'evaluation', 'references', 'synthesis'] as const)
+    assert.deepEqual(plan[part], source[part], `${part} is the source's: the held-out scores pair`);
+
+  const freeze = rlFromPlan(source, 'src', { 'rl-trainable': 'freeze' });
+  assert.deepEqual(freeze.rl.hyperparameters.trainable, demoTrainable);
+  assert.equal(freeze.rl.hyperparameters.learningRate, 2e-5, 'a new mode without --lr takes its default rate');
+  const banded = rlFromPlan(source, 'src', { band: '0.1,0.9' });
+  assert.deepEqual([banded.band.low, banded.band.high, banded.rl.curriculum?.lower, banded.rl.curriculum?.upper], [0.1, 0.9, 0.1, 0.9]);
+  assert.equal(rlFromPlan(source, 'src', { 'no-curriculum': true, steps: '2' }).rl.curriculum, null);
+});
+
+test('--rl-from refuses what it cannot do before anything starts, naming the flag', () => {
+  const source = demoPlan({ full: true });
+  assert.throws(() => rlFromPlan(source, 'src', { dataset: 'x.jsonl', heldout: '10' }), usage(/leave out --dataset, --heldout/));
+  assert.throws(() => rlFromPlan(source, 'src', { 'sft-epochs': '2' }), usage(/--sft-epochs/));
+  assert.throws(() => rlFromPlan(demoPlan({ 'warm-start': 'none' }), 'src', {}), usage(/has no warm start/));
+  assert.throws(() => rlFromPlan(source, 'src', { 'train-hops': '1,x' }), usage(/--train-hops expects/));
+  assert.throws(
+    () => rlFromPlan(source, 'src', { 'no-curriculum': true, steps: '50' }),
+    usage(/--no-curriculum: src has 48 training candidates/),
+  );
+  assert.throws(() => rlFromPlan(source, 'src', { temperature: '0' }), usage(/--temperature 0 is greedy/));
+});
+
+test('--train-hops: hop counts the run synthesizes, any with --dataset', () => {
+  assert.deepEqual(demoPlan({ full: true, 'train-hops': '1' }).rl.trainHops, [1]);
+  assert.equal(demoPlan({}).rl.trainHops, null);
+  assert.throws(() => demoPlan({ 'train-hops': '2' }), usage(/--train-hops 2: this run synthesizes 1-hop questions only/));
+  assert.deepEqual(demoPlan({ dataset: 'set.jsonl', 'train-hops': '3' }).rl.trainHops, [3]);
+  assert.throws(() => demoPlan({ 'train-hops': '' }), usage(/--train-hops expects/));
+});
+
+test('an --rl-from manifest holds the source phases before RL, marked reused, and resumes like any run', async () => {
+  const home = fs.mkdtempSync(path.join(os.tmpdir(), 'longhaul-rl-from-'));
+  try {
+    const sourcePlan = demoPlan({});
+    const sourcePhases = new DemoPhases(home, createManifest(home, 'src', sourcePlan));
+    for (const name of phasesBeforeRl.slice(0, -1)) await sourcePhases.run(name, async () => ({ name }));
+    const plan = rlFromPlan(sourcePlan, 'src', { group: '8' });
+    assert.throws(() => createManifestFrom(home, 'early', plan, readManifest(home, 'src')), usage(/has not finished evaluation-warm/));
+    await sourcePhases.run('evaluation-warm', async () => ({ version: 26 }));
+    await sourcePhases.run('rl', async () => ({ finalVersion: 32 }));
+
+    const manifest = createManifestFrom(home, 'ablation', plan, readManifest(home, 'src'));
+    assert.deepEqual(Object.keys(manifest.phases), [...phasesBeforeRl], "the source's RL is not taken over");
+    assert.ok(Object.values(manifest.phases).every((phase) => phase.reusedFrom === 'src' && phase.seconds === 0));
+    assert.throws(() => createManifestFrom(home, 'ablation', plan, readManifest(home, 'src')), usage(/exists already/));
+
+    const resumed = readManifest(home, 'ablation');
+    assert.equal(resumed.plan.rlFrom, 'src');
+    assert.equal(resumed.plan.rl.settings.groupSize, 8);
+    const skipped: string[] = [];
+    const phases = new DemoPhases(home, resumed, (name, from) => skipped.push(`${name}<${from ?? ''}`));
+    assert.deepEqual(await phases.run('evaluation-warm', async () => assert.fail('a reused phase does not run again')), { version: 26 });
+    assert.deepEqual(skipped, ['evaluation-warm<src']);
+    await phases.run('rl', async () => ({ finalVersion: 40 }));
+    assert.deepEqual(
+      phases.stageSeconds().map((row) => row.stage),
+      ['rl'],
+      'the stage table shows what this run ran, not the reused phases',
+    );
+    // An ablation of an ablation names the run that ran the phases.
+    const second = createManifestFrom(home, 'ablation-2', rlFromPlan(resumed.plan, 'ablation', {}), readManifest(home, 'ablation'));
+    assert.equal(second.phases['warm-start']?.reusedFrom, 'src');
+  } finally {
+    fs.rmSync(home, { recursive: true, force: true });
+  }
+});
