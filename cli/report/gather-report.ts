@@ -84,6 +84,8 @@ interface DemoStageRecord {
 }
 
 interface DemoEvaluationRecord {
+  /** Absent in reports written before it was kept. */
+  readonly resultId?: string;
   readonly dataset: string;
   readonly questions: number;
   readonly k: number;
@@ -448,7 +450,15 @@ export async function gatherReport(sources: ReportSources, options: GatherOption
   const modeRuns = new Set(transfer?.modes.map((mode) => `${runId}-${mode.mode}`) ?? []);
   // Its evaluations are named like its modes' runs, and the start's `<run>-start`.
   const lineages = transferLineages(runId, transfer);
-  const evaluationPrefixes = [...demoEvaluationPrefixes(runId), ...lineages.lineages.map((lineage) => lineage.evaluationPrefix)];
+  // A demo run with --rl-from took its base and warm-start evaluations over from another run: their trajectories too.
+  const reusedEvaluations = (demoReport(sources.home, runId)?.stages ?? []).flatMap((stage) =>
+    stage.heldOut.resultId && !stage.heldOut.resultId.startsWith(`${runId}-eval-`) ? [`${evaluationRunId(stage.heldOut.resultId)}-`] : [],
+  );
+  const evaluationPrefixes = [
+    ...demoEvaluationPrefixes(runId),
+    ...reusedEvaluations,
+    ...lineages.lineages.map((lineage) => lineage.evaluationPrefix),
+  ];
   // `<run>-<mode>-…` and `<run>-start-…`: the modes' own trajectories, and evaluations stored before their ids began with eval-.
   const prefixes = [...evaluationPrefixes, ...lineages.lineages.map((lineage) => lineage.ownPrefix)];
   const [rows, total, consumed, ownLearner, modeLearners] = await Promise.all([

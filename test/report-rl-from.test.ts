@@ -1,0 +1,80 @@
+/**
+ * The report of a demo run made with --rl-from: its base and warm-start stages are another run's evaluations
+ * (result ids `<source>-eval-<stage>`), and their trajectories belong in its report beside its own, while those
+ * of any other run stay out. Real Postgres and blob store of the test stack; rows written by the trajectory store.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { gatherReport } from '../cli/report/gather-report.js';
+import { createPgReportSource } from '../infra/postgres/report-source.pg.js';
+import { createPgTrajectoryStore } from '../infra/postgres/trajectory-store.pg.js';
+import { evaluationRunId } from '../workflows/contracts/evaluation.contract.js';
+import { openContext, uniquePrefix } from './helpers/stack.js';
+
+test("an --rl-from demo's report holds its source's base and warm-start evaluation trajectories", { timeout: 60_000 }, async () => {
+  const prefix = uniquePrefix('report-rl-from');
+  const source = `${prefix}src`;
+  const runId = `${prefix}ablation`;
+  const context = await openContext(prefix);
+  const home = fs.mkdtempSync(path.join(os.tmpdir(), 'longhaul-report-rl-from-'));
+  try {
+    const store = createPgTrajectoryStore(context.pool);
+    const row = (resultId: string, version: number) => ({
+      trajectoryId: `${evaluationRunId(resultId)}-q0-s0`,
+      runId: evaluationRunId(resultId),
+      dataset: 'demo-heldout',
+      questionId: 'q0',
+      question: 'Capital of Peru?',
+      answer: 'Lima',
+      gold: ['Lima'],
+      reward: 1,
+      rewardParts: { em: 1 },
+      stopReason: 'answered',
+      turns: 2,
+      invalidSteps: 0,
+      generatedTokens: 10,
+      versions: [version],
+      recordKey: `trajectories/${evaluationRunId(resultId)}-q0-s0.json`,
+    });
+    // The source's base and warm evaluations, its own RL evaluation (not this run's stage), and the ablation's.
+    for (const [resultId, version] of [
+      [`${source}-eval-base`, 1],
+      [`${source}-eval-warm`, 2],
+      [`${source}-eval-rl`, 3],
+      [`${runId}-eval-rl`, 5],
+    ] as const)
+      assert.ok(await store.insert(row(resultId, version)));
+    const stage = (name: string, version: number, resultId: string) => ({
+      stage: name,
+      version,
+      heldOut: { resultId, dataset: 'demo-heldout', questions: 1, k: 1, em: 1, emCi95: [1, 1], meanToolCalls: 0 },
+    });
+    fs.mkdirSync(path.join(home, 'reports'));
+    fs.writeFileSync(
+      path.join(home, 'reports', `${runId}.json`),
+      JSON.stringify({
+        runId,
+        seconds: 10,
+        plan: { rlFrom: source },
+        stages: [stage('base', 1, `${source}-eval-base`), stage('warm', 2, `${source}-eval-warm`), stage('rl', 5, `${runId}-eval-rl`)],
+      }),
+    );
+    const { model } = await gatherReport(
+      { source: createPgReportSource(context.pool), blobs: context.blobs, client: null, home },
+      { runId },
+    );
+    assert.deepEqual(
+      model.trajectories.map((item) => item.trajectoryId).sort(),
+      [`${source}-eval-base`, `${source}-eval-warm`, `${runId}-eval-rl`].map((id) => `${evaluationRunId(id)}-q0-s0`).sort(),
+      "the source's base and warm evaluations and the run's own; not the source's RL evaluation",
+    );
+    assert.ok(model.trajectories.every((item) => item.group === 'held-out'));
+    assert.equal(model.summary.heldOutTrajectories, 3);
+  } finally {
+    await context.close();
+    fs.rmSync(home, { recursive: true, force: true });
+  }
+});
