@@ -16,7 +16,7 @@ import type { ReloadablePolicy, SyncPhase } from '../activities/ports/weight-syn
 import { createOnnxBackend, type OnnxBackend } from '../gpu/infer/onnx.backend.js';
 import { createScriptedPolicy } from '../test/doubles/scripted-policy.js';
 import { readManifest } from '../gpu/infer/model-files.js';
-import { materializePolicyVersion } from '../gpu/infer/policy-store.js';
+import { materializePolicyVersion, servedFiles } from '../gpu/infer/policy-store.js';
 import { errorTypes, LonghaulError } from '../workflows/contracts/errors.js';
 
 export interface ConfiguredBackend {
@@ -46,6 +46,8 @@ export async function resolveLocalPolicy(
     ...stores,
     cacheDir: versionCacheDir(settings),
     keep: settings.versionCacheKeep,
+    // The ONNX backend reads neither the PyTorch weights nor the optimizer state: half the bytes of a weight sync.
+    files: servedFiles,
     ...(wanted !== null ? { version: wanted } : {}),
   });
   return { dir, version: row.version };

@@ -18,7 +18,8 @@ import {
 } from '../activities/policy.activities.js';
 import type { GenerateRequest, GenerateResult, PolicyBackend } from '../activities/ports/policy.port.js';
 import { createOnnxBackend, type OnnxBackend } from '../gpu/infer/onnx.backend.js';
-import { materializePolicyVersion, publishPolicyVersion } from '../gpu/infer/policy-store.js';
+import { materializePolicyVersion, publishPolicyVersion, servedFiles } from '../gpu/infer/policy-store.js';
+import { modelFiles } from '../gpu/infer/model-files.js';
 import { tinyModelDir } from './doubles/test-model.js';
 import { createPgPolicyVersionStore } from '../infra/postgres/policy-version-store.pg.js';
 import { openContext, uniquePrefix, type TestContext } from './helpers/stack.js';
@@ -151,8 +152,18 @@ describe('the generate activity and policy versions', () => {
     );
     const cacheDir = fs.mkdtempSync(path.join(os.tmpdir(), 'longhaul-policy-'));
     try {
+      // The ONNX backend's fetch leaves out the PyTorch weights; a reader of every file (a weight-sync server) adds them.
+      const served = await materializePolicyVersion({ blobs: context.blobs, versions, cacheDir, version, files: servedFiles });
+      assert.deepEqual(
+        fs.readdirSync(served.dir).sort(),
+        modelFiles(dir).filter((name) => name !== 'model.safetensors'),
+      );
+      assert.deepEqual(fs.readFileSync(path.join(served.dir, 'model.onnx.data')), fs.readFileSync(path.join(dir, 'model.onnx.data')));
       const fetched = await materializePolicyVersion({ blobs: context.blobs, versions, cacheDir, version });
+      assert.equal(fetched.dir, served.dir);
+      assert.deepEqual(fs.readdirSync(fetched.dir).sort(), modelFiles(dir));
       assert.deepEqual(fs.readFileSync(path.join(fetched.dir, 'model.onnx')), fs.readFileSync(path.join(dir, 'model.onnx')));
+      assert.deepEqual(fs.readFileSync(path.join(fetched.dir, 'model.safetensors')), fs.readFileSync(path.join(dir, 'model.safetensors')));
       assert.equal(fetched.row.name, 'longhaul-tiny-llama');
     } finally {
       fs.rmSync(cacheDir, { recursive: true, force: true });

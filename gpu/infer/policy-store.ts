@@ -92,7 +92,18 @@ export interface MaterializeOptions {
   readonly version?: number;
   /** Version folders the cache keeps after a download, most recently used first (gpu/infer/version-cache.ts). @default no pruning */
   readonly keep?: number;
+  /**
+   * The files the reader needs (the manifest is always fetched): `servedFiles` for the ONNX backend, which never reads
+   * the PyTorch weights or the optimizer state. A cached folder missing one of them gets it added. @default every file
+   */
+  readonly files?: (name: string) => boolean;
 }
+
+/**
+ * The files an ONNX policy reads: all but the trainer's own (the PyTorch weights `*.safetensors` and the optimizer state
+ * `*.pt`), half of a trained SmolLM2-135M version's 1.3 GB. A weight-sync server (vLLM, SGLang) reads those and gets every file.
+ */
+export const servedFiles = (name: string): boolean => !/\.(safetensors|pt)$/.test(name);
 
 /** The local folder of a policy version, downloaded (and checked) unless already cached. */
 export async function materializePolicyVersion(options: MaterializeOptions): Promise<{ dir: string; row: PolicyVersionRow }> {
@@ -107,21 +118,33 @@ export async function materializePolicyVersion(options: MaterializeOptions): Pro
   }
   refusePruned(row);
   const dir = path.join(options.cacheDir, versionFolderName(row.version));
+  const wanted = row.files.filter((file) => file.name === manifestFileName || (options.files?.(file.name) ?? true));
+  const fetch = async (file: PolicyFile, into: string) => {
+    const body = await options.blobs.get(row.blobPrefix + file.name);
+    if (sha256(body) !== file.sha256)
+      throw new LonghaulError(errorTypes.corrupt, `policy version ${row.version}: ${file.name} does not match its registered sha256`);
+    fs.writeFileSync(into, body);
+  };
   if (fs.existsSync(path.join(dir, manifestFileName))) {
+    // A folder fetched for another reader (fewer files): add what this one needs, each file written whole, then renamed.
+    for (const file of wanted.filter((item) => !fs.existsSync(path.join(dir, item.name)))) {
+      const partial = path.join(dir, `${file.name}.partial-${process.pid}`);
+      await fetch(file, partial);
+      fs.renameSync(partial, path.join(dir, file.name));
+    }
     markUsed(dir);
     return { dir, row };
   }
   if (options.keep !== undefined) pruneVersionCache(options.cacheDir, { keep: Math.max(1, options.keep - 1) });
-  ensureFreeSpace(options.cacheDir, versionBytes(row) + diskMarginBytes, `policy version ${row.version} (${row.files.length} files)`);
+  ensureFreeSpace(
+    options.cacheDir,
+    versionBytes({ files: wanted }) + diskMarginBytes,
+    `policy version ${row.version} (${wanted.length} files)`,
+  );
   const staging = `${dir}.partial-${process.pid}`;
   fs.rmSync(staging, { recursive: true, force: true });
   fs.mkdirSync(staging, { recursive: true });
-  for (const file of row.files) {
-    const body = await options.blobs.get(row.blobPrefix + file.name);
-    if (sha256(body) !== file.sha256)
-      throw new LonghaulError(errorTypes.corrupt, `policy version ${row.version}: ${file.name} does not match its registered sha256`);
-    fs.writeFileSync(path.join(staging, file.name), body);
-  }
+  for (const file of wanted) await fetch(file, path.join(staging, file.name));
   fs.rmSync(dir, { recursive: true, force: true });
   fs.renameSync(staging, dir);
   return { dir, row };
