@@ -402,7 +402,7 @@ export const environmentSchema = z.object({
     .max(1000)
     .default(3)
     .describe(
-      'Policy versions kept in each local cache (<home>/models/versions for inference, <home>/models/train for the trainer), most recently used first; older folders are deleted (their files stay in the blob store and are downloaded again when used). About 1.2 GB per SmolLM2-135M version.',
+      'Policy versions kept in each local cache (<home>/models/versions for inference, <home>/models/train for the trainer), most recently used first; older folders are deleted (their files stay in the blob store and are downloaded again when used). About 1.2 GB per SmolLM2-135M version (0.66 GB in the inference cache of the ONNX backend, which skips the PyTorch weights and optimizer state).',
     ),
   LONGHAUL_OPENAI_BASE_URL: z
     .string()
