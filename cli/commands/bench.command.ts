@@ -6,6 +6,7 @@ import { runSearchBenchmark } from '../../bench/search-benchmark.js';
 import { inferBenchmark, replayMemoryBenchmark } from './bench-infer.command.js';
 import { asyncBenchmark, concurrencyBenchmark, overheadBenchmark } from './bench-agent.command.js';
 import { transferBenchmark } from './bench-transfer.command.js';
+import { weightFetchBenchmark } from './bench-weight-fetch.command.js';
 import { integerFlag, parseFlags } from '../arguments.js';
 import { UsageError, type Command } from '../command.js';
 
@@ -86,6 +87,7 @@ const benchmarks: Readonly<Record<string, Benchmark>> = {
   concurrency: concurrencyBenchmark,
   async: asyncBenchmark,
   transfer: transferBenchmark,
+  'weight-fetch': weightFetchBenchmark,
 };
 
 export const benchCommand: Command = {
