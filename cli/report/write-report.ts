@@ -46,7 +46,8 @@ export async function writeReport(
   } catch (error) {
     console.error(`  Temporal is not reachable (${(error as Error).message}): step statistics come from the demo report, if any`);
   }
-  const bar = progressBar('reading trajectories', 1);
+  // Made on the first progress call: the number of trajectories is known only then.
+  const reading: { bar?: ReturnType<typeof progressBar> } = {};
   const { model, views } = await gatherReport(
     {
       source: createPgReportSource(services.pool),
@@ -58,10 +59,13 @@ export async function writeReport(
     {
       runId: options.runId,
       ...(options.maxTrajectories ? { maxTrajectories: options.maxTrajectories } : {}),
-      onProgress: (done, total) => bar.update(done, `of ${total}`),
+      onProgress: (done, total) => {
+        reading.bar ??= progressBar('reading trajectories', total);
+        reading.bar.update(done);
+      },
     },
   );
-  bar.finish();
+  reading.bar?.finish();
   const out = options.out;
   fs.mkdirSync(path.dirname(out), { recursive: true });
   let withPages = model;
