@@ -33,16 +33,14 @@ export const weightFetchBenchmark: Benchmark = {
   async run(args) {
     const { values } = parseFlags(args, { version: { type: 'string' }, reps: { type: 'string' }, json: { type: 'boolean' } });
     const reps = integerFlag(values.reps, 'reps', 3, 1, 100);
+    const version = values.version === undefined ? undefined : integerFlag(values.version, 'version', 0, 0, 1_000_000_000);
     const settings = config();
     const services = openServices(settings, { poolSize: 2 });
     try {
-      const row =
-        values.version === undefined
-          ? await services.versions.latest()
-          : await services.versions.get(integerFlag(values.version, 'version', 0, 0, 1_000_000_000));
+      const row = version === undefined ? await services.versions.latest() : await services.versions.get(version);
       if (!row)
         throw new UsageError(
-          `--version: ${values.version === undefined ? 'no version is registered (longhaul model prepare)' : `version ${values.version} is not registered`}`,
+          `--version: ${version === undefined ? 'no version is registered (longhaul model prepare)' : `version ${version} is not registered`}`,
         );
       const ways = [
         { name: 'all', files: undefined },
