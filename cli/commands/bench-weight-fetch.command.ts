@@ -8,8 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { config } from '../../infra/config.js';
 import { openServices } from '../../composition/services.js';
-import { manifestFileName } from '../../gpu/infer/model-files.js';
-import { materializePolicyVersion, servedFiles, versionBytes } from '../../gpu/infer/policy-store.js';
+import { fetchedFiles, materializePolicyVersion, servedFiles, versionBytes } from '../../gpu/infer/policy-store.js';
 import { integerFlag, parseFlags } from '../arguments.js';
 import { UsageError } from '../command.js';
 import type { Benchmark } from './bench.command.js';
@@ -66,7 +65,7 @@ export const weightFetchBenchmark: Benchmark = {
           console.error(`  v${row.version} ${way.name}: ${seconds[way.name]!.at(-1)} s`);
         }
       const figures = (name: 'all' | 'served') => {
-        const files = row.files.filter((file) => name === 'all' || servedFiles(file.name) || file.name === manifestFileName);
+        const files = fetchedFiles(row.files, name === 'all' ? undefined : servedFiles);
         return { bytes: versionBytes({ files }), files: files.length, seconds_median: median(seconds[name]!), seconds: seconds[name]! };
       };
       const result = {

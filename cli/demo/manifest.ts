@@ -63,10 +63,10 @@ export function readManifest(home: string, runId: string, flag = 'resume'): Demo
   return manifest;
 }
 
-export function createManifest(home: string, runId: string, plan: DemoPlan): DemoManifest {
+export function createManifest(home: string, runId: string, plan: DemoPlan, phases: DemoManifest['phases'] = {}): DemoManifest {
   if (fs.existsSync(manifestPath(home, runId)))
     throw new UsageError(`--run-id: demo run "${runId}" exists already; continue it with --resume ${runId}, or choose another id`);
-  const manifest: DemoManifest = { version: manifestVersion, runId, createdAt: new Date().toISOString(), plan, phases: {} };
+  const manifest: DemoManifest = { version: manifestVersion, runId, createdAt: new Date().toISOString(), plan, phases };
   writeManifest(home, manifest);
   return manifest;
 }
@@ -94,16 +94,13 @@ export function createManifestFrom(home: string, runId: string, plan: DemoPlan, 
     throw new UsageError(
       `--rl-from: run ${source.runId} has not finished ${missing.join(', ')}; finish it first (longhaul demo --resume ${source.runId})`,
     );
-  const manifest = createManifest(home, runId, plan);
   const phases = Object.fromEntries(
     phasesBeforeRl.map((name) => [
       name,
       { ...source.phases[name]!, seconds: 0, reusedFrom: source.phases[name]!.reusedFrom ?? source.runId },
     ]),
   );
-  const copied = { ...manifest, phases };
-  writeManifest(home, copied);
-  return copied;
+  return createManifest(home, runId, plan, phases);
 }
 
 export function writeManifest(home: string, manifest: DemoManifest): void {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { PolicyVersionRow, PolicyVersionStore } from '../../activities/ports/policy-version-store.port.js';
 import type { BlobStore } from '../../activities/ports/blob-store.port.js';
-import { materializePolicyVersion, runStartVersion } from './policy-store.js';
+import { fetchedFiles, materializePolicyVersion, runStartVersion, servedFiles } from './policy-store.js';
 import { errorTypes, LonghaulError } from '../../workflows/contracts/errors.js';
 
 const unusedBlobs: BlobStore = new Proxy({} as BlobStore, {
@@ -93,4 +93,20 @@ test('a fork that loses a race for its number takes the next one', async () => {
     return register(candidate);
   };
   assert.deepEqual(await runStartVersion(store, 0), { version: 3, forkedFrom: 0 });
+});
+
+test("a served fetch takes the manifest and what the ONNX backend reads, never the trainer's weights or optimizer state", () => {
+  const files = ['longhaul-model.json', 'model.onnx', 'model.onnx.data', 'tokenizer.json', 'model.safetensors', 'optimizer.pt'].map(
+    (name) => ({ name }),
+  );
+  assert.deepEqual(
+    fetchedFiles(files, servedFiles).map((file) => file.name),
+    ['longhaul-model.json', 'model.onnx', 'model.onnx.data', 'tokenizer.json'],
+  );
+  assert.deepEqual(fetchedFiles(files), files, 'no filter: every file');
+  assert.deepEqual(
+    fetchedFiles(files, () => false).map((file) => file.name),
+    ['longhaul-model.json'],
+    'the manifest is always fetched',
+  );
 });

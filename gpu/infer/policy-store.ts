@@ -105,6 +105,10 @@ export interface MaterializeOptions {
  */
 export const servedFiles = (name: string): boolean => !/\.(safetensors|pt)$/.test(name);
 
+/** The files of a version that a fetch takes: the manifest always, the rest where `files` (default every file) says so. */
+export const fetchedFiles = <File extends { readonly name: string }>(files: readonly File[], filter?: (name: string) => boolean): File[] =>
+  files.filter((file) => file.name === manifestFileName || (filter?.(file.name) ?? true));
+
 /** The local folder of a policy version, downloaded (and checked) unless already cached. */
 export async function materializePolicyVersion(options: MaterializeOptions): Promise<{ dir: string; row: PolicyVersionRow }> {
   const row = options.version === undefined ? await options.versions.latest() : await options.versions.get(options.version);
@@ -118,7 +122,7 @@ export async function materializePolicyVersion(options: MaterializeOptions): Pro
   }
   refusePruned(row);
   const dir = path.join(options.cacheDir, versionFolderName(row.version));
-  const wanted = row.files.filter((file) => file.name === manifestFileName || (options.files?.(file.name) ?? true));
+  const wanted = fetchedFiles(row.files, options.files);
   const fetch = async (file: PolicyFile, into: string) => {
     const body = await options.blobs.get(row.blobPrefix + file.name);
     if (sha256(body) !== file.sha256)
