@@ -63,7 +63,7 @@ import {
 } from '../demo/plan.js';
 import { synthesisCacheKey, synthesizeOrReuse } from '../demo/synthesis-cache.js';
 import { searchCorpusVersion } from '../../infra/postgres/evaluation-store.pg.js';
-import { inBand, splitQuestions, trainingCandidates, withHops, type DemoSplit } from '../demo/split.js';
+import { inBand, splitQuestions, trainingCandidates, trainingPool, withHops, type DemoSplit } from '../demo/split.js';
 import { measureGoldTurns } from '../gold-turn-lengths.js';
 import { goldMeasures, type VersionBehaviour } from '../../activities/analysis/behaviour.js';
 import { pairedDifference, type PairedDifference } from '../../activities/evaluation/statistics.js';
@@ -302,11 +302,15 @@ terminates them; an evaluation then keeps the questions it had scored).
   --from-version N       policy version to start from (default: the latest registered; 0 = the base model)
   --train-hops LIST      RL trains only on candidates of these hop counts, e.g. 1 (default: all); the split
                          and so the held-out set stay as they are
+  --train-warm-start     RL draws the warm-start questions too, shuffled in with the candidates: the policy
+                         learned their gold paths and solves them more often than new questions, so more
+                         groups mix right and wrong answers. The held-out set stays as it is
   --rl-from RUN          an RL ablation: reuse run RUN's questions, split, base and warm-start evaluations
                          and warm-started policy (no stage before RL runs again), with RUN's RL settings
                          changed by the RL flags given here (--steps --batch --group --lr --rl-trainable
-                         --temperature --reward --no-curriculum --band… --train-hops); the RL gain pairs
-                         with RUN's warm start on the same held-out questions. Any other flag: exit 2
+                         --temperature --reward --no-curriculum --band… --train-hops --train-warm-start);
+                         the RL gain pairs with RUN's warm start on the same held-out questions. Any other
+                         flag: exit 2
 
 --json ends stdout with {"run_id","minutes","heldout_questions","em":{"base","warm_start","rl"},
 "em_ci95":{…},"rl_gain_em","rl_gain_em_ci95":[lo,hi],"warm_gain_em","warm_gain_em_ci95",
@@ -457,6 +461,13 @@ warm start, a --band outside [0, 1], an empty held-out set (--heldout 0, or a --
       // The rows the split was made of (a split stored before rows carried their hop count lacks it: --train-hops reads it here).
       const sourceRows = async () => givenRows ?? (await Promise.all(synthesized.map((set) => synthesizedRows(blobs, set.blobKey)))).flat();
 
+      const trainingQuestions = async () =>
+        trainingPool(
+          await readRows(split.keys.candidates),
+          plan.rl.trainWarmStart ? await readRows(split.keys.warmStart) : null,
+          plan.synthesis.seed,
+        );
+
       const references = await phases.run('references', async () => {
         const sets = [];
         for (const name of plan.references.sets) {
@@ -547,12 +558,12 @@ warm start, a --band outside [0, 1], an empty held-out set (--heldout 0, or a --
 
       phase(
         plan.band.enabled
-          ? `5/7 learnable band: ${split.candidates} candidates × ${plan.band.k} samples at T = ${rolloutTemperature(plan)} (the RL temperature), keeping ${plan.band.low} < pass rate < ${plan.band.high}`
-          : `5/7 no band probe: RL starts on every ${plan.rl.trainHops ? `${plan.rl.trainHops.join('- or ')}-hop ` : ''}candidate${plan.rl.curriculum ? `; the curriculum retires a question online once its groups pass at ≥ ${plan.band.high} or ≤ ${plan.band.low}` : ' (--no-curriculum)'}`,
+          ? `5/7 learnable band: ${split.candidates} candidates${plan.rl.trainWarmStart ? ` and ${split.warmStart} warm-start questions` : ''} × ${plan.band.k} samples at T = ${rolloutTemperature(plan)} (the RL temperature), keeping ${plan.band.low} < pass rate < ${plan.band.high}`
+          : `5/7 no band probe: RL starts on every ${plan.rl.trainHops ? `${plan.rl.trainHops.join('- or ')}-hop ` : ''}candidate${plan.rl.trainWarmStart ? ' and warm-start question' : ''}${plan.rl.curriculum ? `; the curriculum retires a question online once its groups pass at ≥ ${plan.band.high} or ≤ ${plan.band.low}` : ' (--no-curriculum)'}`,
       );
       const band = await phases.run<BandRecord>('band', async () => {
         const candidates = trainingCandidates(
-          withHops(await readRows(split.keys.candidates), plan.rl.trainHops ? await sourceRows() : []),
+          withHops(await trainingQuestions(), plan.rl.trainHops ? await sourceRows() : []),
           plan.rl.trainHops ?? null,
         );
         const trainKey = `datasets/${runId}/train.jsonl`;
@@ -591,7 +602,11 @@ warm start, a --band outside [0, 1], an empty held-out set (--heldout 0, or a --
       });
       if (plan.rl.trainHops)
         console.error(
-          `  --train-hops ${plan.rl.trainHops.join(',')}: ${plan.band.enabled ? band.probed : band.kept} of the ${split.candidates} candidates`,
+          `  --train-hops ${plan.rl.trainHops.join(',')}: ${plan.band.enabled ? band.probed : band.kept} of the ${split.candidates} candidates${plan.rl.trainWarmStart ? ` and ${split.warmStart} warm-start questions` : ''}`,
+        );
+      else if (plan.rl.trainWarmStart)
+        console.error(
+          `  --train-warm-start: ${plan.band.enabled ? band.probed : band.kept} training questions (${split.candidates} candidates, ${split.warmStart} warm-start)`,
         );
       if (plan.band.enabled) {
         console.error(

@@ -72,6 +72,12 @@ export interface RlConfiguration {
    * split, so the held-out and warm-start sets do not change with it.
    */
   readonly trainHops?: readonly number[] | null;
+  /**
+   * RL draws the warm-start questions as well as the candidates (`--train-warm-start`), the two shuffled together. The
+   * policy was trained on their gold paths, so it solves them often but not always at the RL temperature: groups with
+   * variance where the candidates are mostly never solved. The held-out set does not change. Absent: false.
+   */
+  readonly trainWarmStart?: boolean;
 }
 
 export interface DemoPlan {
@@ -152,6 +158,7 @@ export const demoFlagOptions = {
   'from-version': { type: 'string' },
   contamination: { type: 'string' },
   'train-hops': { type: 'string' },
+  'train-warm-start': { type: 'boolean' },
   'rl-from': { type: 'string' },
 } as const;
 
@@ -322,9 +329,12 @@ export function demoPlan(values: DemoFlagValues): DemoPlan {
   const groupSize = integer('group', preset.group, 2, 256);
   // Without the curriculum every training question gets one group: too few and RL would end early.
   const questionsNeeded = Math.ceil((steps * batchSize) / groupSize);
-  if (values['no-curriculum'] === true && candidates < questionsNeeded)
+  const trainWarmStart = values['train-warm-start'] === true;
+  if (trainWarmStart && warmSource === 'none')
+    throw new UsageError('--train-warm-start draws the warm-start questions, and without a warm start there are none; leave one out');
+  if (values['no-curriculum'] === true && candidates + (trainWarmStart ? warmStart : 0) < questionsNeeded)
     throw new UsageError(
-      `--train-candidates ${candidates} is too few for --no-curriculum: ${steps} steps × ${batchSize} trajectories in groups of ${groupSize} draw ${questionsNeeded} questions, each once; give --train-candidates ${questionsNeeded} or more`,
+      `--train-candidates ${candidates} is too few for --no-curriculum: ${steps} steps × ${batchSize} trajectories in groups of ${groupSize} draw ${questionsNeeded} questions, each once${trainWarmStart ? ` (${warmStart} of them can be --train-warm-start's)` : ''}; give --train-candidates ${questionsNeeded - (trainWarmStart ? warmStart : 0)} or more`,
     );
   const maxTurns = integer('max-turns', preset.maxTurns, 1, 1000);
   const maxNewTokens = integer('max-new-tokens', preset.maxNewTokens, 8, 65_536);
@@ -401,6 +411,7 @@ export function demoPlan(values: DemoFlagValues): DemoPlan {
       curriculum:
         values['no-curriculum'] === true ? null : { lower: band.low, upper: band.high, masteredAfter: 2, tooHardAfter: 3, passReward: 0.5 },
       trainHops,
+      trainWarmStart,
     },
     evaluation: {
       k: evalK,
@@ -432,6 +443,7 @@ export const rlFromFlags = [
   'band-k',
   'no-band',
   'train-hops',
+  'train-warm-start',
 ] as const;
 
 /**
@@ -470,7 +482,8 @@ export function rlFromPlan(source: DemoPlan, sourceRunId: string, values: DemoFl
   };
   if (given('no-curriculum')) {
     const needed = Math.ceil((Number(settings.maxSteps) * Number(settings.batchSize)) / Number(settings.groupSize));
-    if (source.split.candidates < needed)
+    const trainWarmStart = given('train-warm-start') || source.rl.trainWarmStart === true;
+    if (source.split.candidates + (trainWarmStart ? source.split.warmStart : 0) < needed)
       throw new UsageError(
         `--no-curriculum: ${sourceRunId} has ${source.split.candidates} training candidates and ${String(settings.maxSteps)} steps × ${String(settings.batchSize)} trajectories in groups of ${String(settings.groupSize)} draw ${needed} questions, each once; lower --steps or keep the curriculum`,
       );
@@ -498,6 +511,7 @@ export function rlFromPlan(source: DemoPlan, sourceRunId: string, values: DemoFl
       hyperparameters,
       curriculum,
       trainHops: given('train-hops') ? fresh.rl.trainHops : (source.rl.trainHops ?? null),
+      trainWarmStart: given('train-warm-start') || source.rl.trainWarmStart === true,
     },
     rlFrom: sourceRunId,
   };

@@ -34,6 +34,13 @@ test('--rl-from: the source plan with only the RL flags given replaced, one by o
   const banded = rlFromPlan(source, 'src', { band: '0.1,0.9' });
   assert.deepEqual([banded.band.low, banded.band.high, banded.rl.curriculum?.lower, banded.rl.curriculum?.upper], [0.1, 0.9, 0.1, 0.9]);
   assert.equal(rlFromPlan(source, 'src', { 'no-curriculum': true, steps: '2' }).rl.curriculum, null);
+  assert.equal(plan.rl.trainWarmStart, false);
+  assert.equal(rlFromPlan(source, 'src', { 'train-warm-start': true }).rl.trainWarmStart, true);
+  assert.equal(
+    rlFromPlan(source, 'src', { 'train-warm-start': true, 'no-curriculum': true, steps: '40' }).rl.curriculum,
+    null,
+    '40 steps × 16 in groups of 4 draw 160 questions: the 48 candidates and the 128 warm-start ones',
+  );
 });
 
 test('--rl-from refuses what it cannot do before anything starts, naming the flag', () => {
@@ -55,6 +62,18 @@ test('--train-hops: hop counts the run synthesizes, any with --dataset', () => {
   assert.throws(() => demoPlan({ 'train-hops': '2' }), usage(/--train-hops 2: this run synthesizes 1-hop questions only/));
   assert.deepEqual(demoPlan({ dataset: 'set.jsonl', 'train-hops': '3' }).rl.trainHops, [3]);
   assert.throws(() => demoPlan({ 'train-hops': '' }), usage(/--train-hops expects/));
+});
+
+test('--train-warm-start: the warm-start questions join the training pool, counted by --no-curriculum', () => {
+  assert.equal(demoPlan({}).rl.trainWarmStart, false);
+  assert.equal(demoPlan({ 'train-warm-start': true }).rl.trainWarmStart, true);
+  assert.throws(() => demoPlan({ 'train-warm-start': true, 'warm-start': 'none' }), usage(/--train-warm-start .* without a warm start/));
+  assert.throws(() => demoPlan({ 'no-curriculum': true, steps: '10' }), usage(/give --train-candidates 20 or more/));
+  assert.equal(demoPlan({ 'no-curriculum': true, steps: '10', 'train-warm-start': true }).rl.curriculum, null, '8 + 24 ≥ 20');
+  assert.throws(
+    () => demoPlan({ 'no-curriculum': true, steps: '20', 'train-warm-start': true }),
+    usage(/\(24 of them can be --train-warm-start's\); give --train-candidates 16 or more/),
+  );
 });
 
 test('an --rl-from manifest holds the source phases before RL, marked reused, and resumes like any run', async () => {

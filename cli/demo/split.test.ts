@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { normalizeAnswer } from '../../activities/reward/metrics.js';
 import type { QuestionRow } from '../../workflows/contracts/learner.contract.js';
 import { UsageError } from '../command.js';
-import { inBand, seededShuffle, splitQuestions, trainingCandidates, withHops } from './split.js';
+import { inBand, seededShuffle, splitQuestions, trainingCandidates, trainingPool, withHops } from './split.js';
 
 const countries = [
   'Peru',
@@ -159,4 +159,19 @@ test('training candidates by hop count (--train-hops), hop counts filled in from
   );
   const stored = [row('a'), row('c'), row('x')];
   assert.deepEqual(withHops(stored, [row('a', 2), row('c'), row('z', 1)]), [row('a', 2), row('c'), row('x')]);
+});
+
+test('the training pool: the candidates in order, or with --train-warm-start both sets shuffled together by the seed', () => {
+  const row = (id: string): QuestionRow => ({ id, question: `${id}?`, answers: [id] });
+  const candidates = ['c1', 'c2', 'c3', 'c4'].map(row);
+  const warmStart = ['w1', 'w2', 'w3', 'w4'].map(row);
+  assert.deepEqual(trainingPool(candidates, null, 13), candidates);
+  const pool = trainingPool(candidates, warmStart, 13);
+  assert.deepEqual(pool.map((item) => item.id).sort(), [...candidates, ...warmStart].map((item) => item.id).sort(), 'every question once');
+  assert.deepEqual(trainingPool(candidates, warmStart, 13), pool, 'the same seed, the same order');
+  assert.notDeepEqual(
+    pool.map((item) => item.id),
+    [...candidates, ...warmStart].map((item) => item.id),
+    'mixed, not the candidates first',
+  );
 });

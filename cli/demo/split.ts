@@ -127,6 +127,15 @@ export function withHops(rows: readonly QuestionRow[], source: readonly Question
  * None left is a UsageError naming the flag: a candidate without a hop count (a question set that does not carry one)
  * never matches.
  */
+/**
+ * RL's questions before the hop filter: the training candidates, and with `--train-warm-start` the warm-start questions
+ * as well, shuffled together with the run's seed (so the curriculum's first active set and the --no-curriculum order mix
+ * both); without it the candidates in their order.
+ */
+export function trainingPool(candidates: readonly QuestionRow[], warmStart: readonly QuestionRow[] | null, seed: number): QuestionRow[] {
+  return warmStart === null ? [...candidates] : seededShuffle([...candidates, ...warmStart], seed);
+}
+
 export function trainingCandidates(candidates: readonly QuestionRow[], hops: readonly number[] | null): QuestionRow[] {
   if (hops === null) return [...candidates];
   const kept = candidates.filter((row) => row.hops !== undefined && hops.includes(row.hops));
