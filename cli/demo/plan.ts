@@ -485,7 +485,7 @@ export function rlFromPlan(source: DemoPlan, sourceRunId: string, values: DemoFl
     const trainWarmStart = given('train-warm-start') || source.rl.trainWarmStart === true;
     if (source.split.candidates + (trainWarmStart ? source.split.warmStart : 0) < needed)
       throw new UsageError(
-        `--no-curriculum: ${sourceRunId} has ${source.split.candidates} training candidates and ${String(settings.maxSteps)} steps × ${String(settings.batchSize)} trajectories in groups of ${String(settings.groupSize)} draw ${needed} questions, each once; lower --steps or keep the curriculum`,
+        `--no-curriculum: ${sourceRunId} has ${source.split.candidates} training candidates${trainWarmStart ? ` and ${source.split.warmStart} warm-start questions` : ''} and ${String(settings.maxSteps)} steps × ${String(settings.batchSize)} trajectories in groups of ${String(settings.groupSize)} draw ${needed} questions, each once; lower --steps or keep the curriculum`,
       );
   }
   const bandGiven = given('band') || given('band-probe') || given('band-k') || given('no-band');

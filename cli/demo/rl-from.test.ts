@@ -41,6 +41,10 @@ test('--rl-from: the source plan with only the RL flags given replaced, one by o
     null,
     '40 steps × 16 in groups of 4 draw 160 questions: the 48 candidates and the 128 warm-start ones',
   );
+  assert.throws(
+    () => rlFromPlan(source, 'src', { 'train-warm-start': true, 'no-curriculum': true, steps: '50' }),
+    usage(/src has 48 training candidates and 128 warm-start questions and 50 steps/),
+  );
 });
 
 test('--rl-from refuses what it cannot do before anything starts, naming the flag', () => {
