@@ -17,6 +17,7 @@ import { createOnnxBackend, type OnnxBackend } from '../gpu/infer/onnx.backend.j
 import { createScriptedPolicy } from '../test/doubles/scripted-policy.js';
 import { readManifest } from '../gpu/infer/model-files.js';
 import { materializePolicyVersion, servedFiles } from '../gpu/infer/policy-store.js';
+import { threadFileFetcher } from './thread-file-fetcher.js';
 import { errorTypes, LonghaulError } from '../workflows/contracts/errors.js';
 
 export interface ConfiguredBackend {
@@ -48,6 +49,8 @@ export async function resolveLocalPolicy(
     keep: settings.versionCacheKeep,
     // The ONNX backend reads neither the PyTorch weights nor the optimizer state: half the bytes of a weight sync.
     files: servedFiles,
+    // On a thread of its own: this process's decoder blocks the event loop between tokens (thread-file-fetcher.ts).
+    fetchFiles: threadFileFetcher(settings),
     ...(wanted !== null ? { version: wanted } : {}),
   });
   return { dir, version: row.version };

@@ -38,6 +38,7 @@ import type pg from 'pg';
 import { createEngineActivities } from '../gpu/train/engine.activities.js';
 import { createTrainActivities } from '../gpu/train/train-step.activities.js';
 import { materializePolicyVersion } from '../gpu/infer/policy-store.js';
+import { threadFileFetcher } from './thread-file-fetcher.js';
 import type { Config } from '../infra/config.js';
 import { configuredChatModels, configuredJudge } from '../infra/inference/openai.backend.js';
 import { createWeightSync } from '../infra/inference/weight-sync.js';
@@ -207,6 +208,7 @@ export async function workerActivities(role: QueueRole, settings: Config, blobs:
               cacheDir: versionCacheDir(settings),
               version,
               keep: settings.versionCacheKeep,
+              fetchFiles: threadFileFetcher(settings),
             })
           ).dir,
       });

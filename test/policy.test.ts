@@ -20,6 +20,7 @@ import type { GenerateRequest, GenerateResult, PolicyBackend } from '../activiti
 import { createOnnxBackend, type OnnxBackend } from '../gpu/infer/onnx.backend.js';
 import { materializePolicyVersion, publishPolicyVersion, servedFiles } from '../gpu/infer/policy-store.js';
 import { modelFiles } from '../gpu/infer/model-files.js';
+import { threadFileFetcher } from '../composition/thread-file-fetcher.js';
 import { tinyModelDir } from './doubles/test-model.js';
 import { createPgPolicyVersionStore } from '../infra/postgres/policy-version-store.pg.js';
 import { openContext, uniquePrefix, type TestContext } from './helpers/stack.js';
@@ -175,6 +176,42 @@ describe('the generate activity and policy versions', () => {
         error.code === errorTypes.notFound &&
         error.message === `policy version ${version + 5_000_000} is not registered`,
     );
+
+    // The ONNX backend's way (composition/policy-backend.ts): the same files, downloaded on a worker thread.
+    const threadCache = fs.mkdtempSync(path.join(os.tmpdir(), 'longhaul-policy-thread-'));
+    try {
+      const fetchFiles = threadFileFetcher(context.config);
+      const threaded = await materializePolicyVersion({
+        blobs: context.blobs,
+        versions,
+        cacheDir: threadCache,
+        version,
+        files: servedFiles,
+        fetchFiles,
+      });
+      assert.deepEqual(
+        fs.readdirSync(threaded.dir).sort(),
+        modelFiles(dir).filter((name) => name !== 'model.safetensors'),
+      );
+      assert.deepEqual(fs.readFileSync(path.join(threaded.dir, 'model.onnx.data')), fs.readFileSync(path.join(dir, 'model.onnx.data')));
+      const onnxFile = first.row.files.find((file) => file.name === 'model.onnx')!;
+      const into = path.join(threadCache, 'tampered');
+      await assert.rejects(
+        fetchFiles([{ key: first.row.blobPrefix + onnxFile.name, sha256: '0'.repeat(64), into, label: 'the tampered model.onnx' }]),
+        (error: unknown) =>
+          LonghaulError.is(error) &&
+          error.code === errorTypes.corrupt &&
+          error.message === 'the tampered model.onnx does not match its registered sha256',
+      );
+      assert.equal(fs.existsSync(into), false, 'nothing written for a file that does not match');
+      await assert.rejects(
+        fetchFiles([{ key: `${first.row.blobPrefix}no-such-file`, sha256: onnxFile.sha256, into, label: 'a missing file' }]),
+        (error: unknown) => LonghaulError.is(error) && error.code === errorTypes.notFound,
+      );
+    } finally {
+      fs.rmSync(threadCache, { recursive: true, force: true });
+    }
+
     // Leave the stack's "latest version" as it was.
     await context.pool.query('DELETE FROM policy_versions WHERE version = $1', [version]);
     for (const key of await context.blobs.list(first.row.blobPrefix)) await context.blobs.delete(key);

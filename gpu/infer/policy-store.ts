@@ -97,6 +97,31 @@ export interface MaterializeOptions {
    * the PyTorch weights or the optimizer state. A cached folder missing one of them gets it added. @default every file
    */
   readonly files?: (name: string) => boolean;
+  /**
+   * How the files are fetched: `threadFileFetcher` (composition/) downloads them on a worker thread, away from an event
+   * loop that the ONNX decoder blocks between tokens. @default on this thread through `blobs` (`fetchCheckedFiles`)
+   */
+  readonly fetchFiles?: FileFetcher;
+}
+
+/** One file of a version to fetch: its blob key, its registered sha256, where it is written, and what to call it in an error. */
+export interface FileFetch {
+  readonly key: string;
+  readonly sha256: string;
+  readonly into: string;
+  readonly label: string;
+}
+
+/** Fetches files, each checked against its sha256 and written whole; rejects with errorTypes.corrupt on a mismatch. */
+export type FileFetcher = (files: readonly FileFetch[]) => Promise<void>;
+
+/** The fetch itself, one file after another through `blobs` on the calling thread (a worker thread runs it too). */
+export async function fetchCheckedFiles(blobs: BlobStore, files: readonly FileFetch[]): Promise<void> {
+  for (const file of files) {
+    const body = await blobs.get(file.key);
+    if (sha256(body) !== file.sha256) throw new LonghaulError(errorTypes.corrupt, `${file.label} does not match its registered sha256`);
+    fs.writeFileSync(file.into, body);
+  }
 }
 
 /**
@@ -123,19 +148,20 @@ export async function materializePolicyVersion(options: MaterializeOptions): Pro
   refusePruned(row);
   const dir = path.join(options.cacheDir, versionFolderName(row.version));
   const wanted = fetchedFiles(row.files, options.files);
-  const fetch = async (file: PolicyFile, into: string) => {
-    const body = await options.blobs.get(row.blobPrefix + file.name);
-    if (sha256(body) !== file.sha256)
-      throw new LonghaulError(errorTypes.corrupt, `policy version ${row.version}: ${file.name} does not match its registered sha256`);
-    fs.writeFileSync(into, body);
-  };
+  const fetchFiles = options.fetchFiles ?? ((files: readonly FileFetch[]) => fetchCheckedFiles(options.blobs, files));
+  const fetches = (files: readonly PolicyFile[], into: (file: PolicyFile) => string): FileFetch[] =>
+    files.map((file) => ({
+      key: row.blobPrefix + file.name,
+      sha256: file.sha256,
+      into: into(file),
+      label: `policy version ${row.version}: ${file.name}`,
+    }));
   if (fs.existsSync(path.join(dir, manifestFileName))) {
     // A folder fetched for another reader (fewer files): add what this one needs, each file written whole, then renamed.
-    for (const file of wanted.filter((item) => !fs.existsSync(path.join(dir, item.name)))) {
-      const partial = path.join(dir, `${file.name}.partial-${process.pid}`);
-      await fetch(file, partial);
-      fs.renameSync(partial, path.join(dir, file.name));
-    }
+    const missing = wanted.filter((item) => !fs.existsSync(path.join(dir, item.name)));
+    const partial = (file: PolicyFile) => path.join(dir, `${file.name}.partial-${process.pid}`);
+    await fetchFiles(fetches(missing, partial));
+    for (const file of missing) fs.renameSync(partial(file), path.join(dir, file.name));
     markUsed(dir);
     return { dir, row };
   }
@@ -148,7 +174,7 @@ export async function materializePolicyVersion(options: MaterializeOptions): Pro
   const staging = `${dir}.partial-${process.pid}`;
   fs.rmSync(staging, { recursive: true, force: true });
   fs.mkdirSync(staging, { recursive: true });
-  for (const file of wanted) await fetch(file, path.join(staging, file.name));
+  await fetchFiles(fetches(wanted, (file) => path.join(staging, file.name)));
   fs.rmSync(dir, { recursive: true, force: true });
   fs.renameSync(staging, dir);
   return { dir, row };
