@@ -44,10 +44,13 @@ function keepDecoding(backend: PolicyBackend, count: number): { stop: () => Prom
       tokens += generatedTokenCount(result);
     }
   });
+  const finished = Promise.all(loops);
+  // A failed generation surfaces from stop(), not as an unhandled rejection while the fetches run.
+  finished.catch(() => undefined);
   return {
     stop: async () => {
       stopped = true;
-      await Promise.all(loops);
+      await finished;
       return tokens;
     },
   };
@@ -81,6 +84,7 @@ export const weightFetchBenchmark: Benchmark = {
     const settings = config();
     const services = openServices(settings, { poolSize: 2 });
     let policy: { backend: OnnxBackend } | null = null;
+    let load: ReturnType<typeof keepDecoding> | null = null;
     try {
       const row = version === undefined ? await services.versions.latest() : await services.versions.get(version);
       if (!row)
@@ -92,8 +96,10 @@ export const weightFetchBenchmark: Benchmark = {
         { name: 'served', files: servedFiles },
         { name: 'served_thread', files: servedFiles, fetchFiles: threadFileFetcher(settings) },
       ];
-      if (decode > 0) policy = await openLocalPolicy(settings, services, row.version);
-      const load = policy && decode > 0 ? keepDecoding(policy.backend, decode) : null;
+      if (decode > 0) {
+        policy = await openLocalPolicy(settings, services, row.version);
+        load = keepDecoding(policy.backend, decode);
+      }
       const seconds: Record<Way, number[]> = { all: [], served: [], served_thread: [] };
       for (let rep = 0; rep < reps; rep += 1)
         for (const way of [...ways.slice(rep % ways.length), ...ways.slice(0, rep % ways.length)]) {
@@ -137,6 +143,8 @@ export const weightFetchBenchmark: Benchmark = {
       console.log(JSON.stringify(result));
       return 0;
     } finally {
+      // Stopped already on success; after a failed fetch the generations stop before their backend closes.
+      await load?.stop().catch(() => undefined);
       await policy?.backend.close();
       await services.close();
     }

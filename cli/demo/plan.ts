@@ -480,9 +480,9 @@ export function rlFromPlan(source: DemoPlan, sourceRunId: string, values: DemoFl
     // A new --rl-trainable without --lr takes that mode's default rate, as a whole run would.
     ...(given('lr') || given('rl-trainable') ? { learningRate: fresh.rl.hyperparameters.learningRate } : {}),
   };
+  const trainWarmStart = given('train-warm-start') || source.rl.trainWarmStart === true;
   if (given('no-curriculum')) {
     const needed = Math.ceil((Number(settings.maxSteps) * Number(settings.batchSize)) / Number(settings.groupSize));
-    const trainWarmStart = given('train-warm-start') || source.rl.trainWarmStart === true;
     if (source.split.candidates + (trainWarmStart ? source.split.warmStart : 0) < needed)
       throw new UsageError(
         `--no-curriculum: ${sourceRunId} has ${source.split.candidates} training candidates${trainWarmStart ? ` and ${source.split.warmStart} warm-start questions` : ''} and ${String(settings.maxSteps)} steps × ${String(settings.batchSize)} trajectories in groups of ${String(settings.groupSize)} draw ${needed} questions, each once; lower --steps or keep the curriculum`,
@@ -511,7 +511,7 @@ export function rlFromPlan(source: DemoPlan, sourceRunId: string, values: DemoFl
       hyperparameters,
       curriculum,
       trainHops: given('train-hops') ? fresh.rl.trainHops : (source.rl.trainHops ?? null),
-      trainWarmStart: given('train-warm-start') || source.rl.trainWarmStart === true,
+      trainWarmStart,
     },
     rlFrom: sourceRunId,
   };

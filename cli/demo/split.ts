@@ -123,11 +123,6 @@ export function withHops(rows: readonly QuestionRow[], source: readonly Question
 }
 
 /**
- * The training candidates RL may draw (`--train-hops`): those of the given hop counts (null: all), in their order.
- * None left is a UsageError naming the flag: a candidate without a hop count (a question set that does not carry one)
- * never matches.
- */
-/**
  * RL's questions before the hop filter: the training candidates, and with `--train-warm-start` the warm-start questions
  * as well, shuffled together with the run's seed (so the curriculum's first active set and the --no-curriculum order mix
  * both); without it the candidates in their order.
@@ -136,6 +131,11 @@ export function trainingPool(candidates: readonly QuestionRow[], warmStart: read
   return warmStart === null ? [...candidates] : seededShuffle([...candidates, ...warmStart], seed);
 }
 
+/**
+ * The training candidates RL may draw (`--train-hops`): those of the given hop counts (null: all), in their order.
+ * None left is a UsageError naming the flag: a candidate without a hop count (a question set that does not carry one)
+ * never matches.
+ */
 export function trainingCandidates(candidates: readonly QuestionRow[], hops: readonly number[] | null): QuestionRow[] {
   if (hops === null) return [...candidates];
   const kept = candidates.filter((row) => row.hops !== undefined && hops.includes(row.hops));
