@@ -112,3 +112,8 @@ export function curriculumGroupQuestionId(id: string, group: number): string {
   const suffix = `/g${group}`;
   return `${id.slice(0, maxQuestionIdLength - suffix.length)}${suffix}`;
 }
+
+/** The question id a curriculum group's id was made from (clipped if the id was too long for the suffix); other ids unchanged. */
+export function curriculumBaseQuestionId(groupQuestionId: string): string {
+  return groupQuestionId.replace(/\/g\d+$/, '');
+}

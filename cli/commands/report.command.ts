@@ -41,7 +41,9 @@ charts, their runtime inlined (it opens offline): training reward and held-out a
 version with 95 % intervals, staleness, trainer busy fraction, samples per hour, turns and tool-call
 distributions, the evaluation results (table evaluation_results), the training set's statistics, and
 a transfer benchmark's side-by-side table and charts (longhaul bench transfer), the expert behaviours across versions (answers verified by a further search, distinct documents,
-uncertainty, conflicting evidence, tool calls per question, and where right answers are lost: gold seen, stated, stated but not answered). Each trajectory gets its own page in
+uncertainty, conflicting evidence, tool calls per question, and where right answers are lost: gold seen, stated, stated but not answered),
+where the RL signal came from (training groups per question set, a demo's warm-start questions or its candidates, and
+hop count: right answers, groups mixing right and wrong, groups with equal rewards). Each trajectory gets its own page in
 a folder beside the file (<name>.trajectories/), linked from the table; \`longhaul show <id>\` prints
 the same in a terminal. Prints a summary and the path. Needs the stack (Postgres, S3; Temporal for
 a learner's step statistics, else the demo's JSON report is used).

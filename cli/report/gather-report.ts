@@ -16,6 +16,7 @@ import type { BlobStore } from '../../activities/ports/blob-store.port.js';
 import type { BenchmarkResultStore } from '../../activities/ports/benchmark-result-store.port.js';
 import { readTransferResult, transferBenchmarkName, type TransferResult } from '../../bench/transfer-benchmark.js';
 import { evaluationRunId } from '../../workflows/contracts/evaluation.contract.js';
+import { questionOrigins, rlSignal, type QuestionOrigin } from './rl-signal.js';
 import type { ReportSource, ReportTrajectoryRow } from '../../infra/postgres/report-source.pg.js';
 import {
   learnerStateQuery,
@@ -104,6 +105,8 @@ interface DemoGainRecord {
 
 interface DemoReportFile {
   learning?: Partial<LearnerResult>;
+  /** The blobs the split wrote (or, with --rl-from, the run's it took over). */
+  split?: { keys?: { warmStart?: string; candidates?: string } };
   seconds?: number;
   stages?: readonly DemoStageRecord[];
   rlGain?: DemoGainRecord;
@@ -441,6 +444,40 @@ function transferLineages(runId: string, transfer: TransferResult | null) {
   };
 }
 
+const signalSample = (row: ReportTrajectoryRow) => ({
+  trajectoryId: row.trajectoryId,
+  questionId: row.questionId,
+  reward: row.reward,
+  em: row.rewardParts.em ?? 0,
+});
+
+/**
+ * Where each training question came from: a demo's warm-start questions and training candidates (the split's blobs,
+ * named in its JSON report), else the run's training set. A set that cannot be read becomes a note.
+ */
+async function trainingOrigins(
+  sources: ReportSources,
+  runId: string,
+  datasetText: string | null,
+  notes: string[],
+): Promise<Map<string, QuestionOrigin>> {
+  const origins = new Map<string, QuestionOrigin>();
+  const keys = demoReport(sources.home, runId)?.split?.keys;
+  for (const [source, key] of [
+    ['warm-start', keys?.warmStart],
+    ['candidate', keys?.candidates],
+  ] as const) {
+    if (!key) continue;
+    try {
+      for (const [id, origin] of questionOrigins((await sources.blobs.get(key)).toString('utf8'), source)) origins.set(id, origin);
+    } catch (error) {
+      notes.push(`the demo's ${source} questions (${key}) could not be read: ${(error as Error).message}`);
+    }
+  }
+  if (datasetText) for (const [id, origin] of questionOrigins(datasetText, 'training set')) if (!origins.has(id)) origins.set(id, origin);
+  return origins;
+}
+
 export async function gatherReport(sources: ReportSources, options: GatherOptions): Promise<GatheredReport> {
   const { runId } = options;
   const limit = options.maxTrajectories ?? 2000;
@@ -510,15 +547,20 @@ export async function gatherReport(sources: ReportSources, options: GatherOption
   }
 
   let dataset: DatasetStatistics | null = null;
+  let datasetText: string | null = null;
   const datasetKeys = [...new Set(training.map((row) => row.dataset).filter(Boolean))];
   if (datasetKeys.length) {
     const key = datasetKeys[0]!;
     try {
-      if (await sources.blobs.exists(key)) dataset = datasetStatistics(key, (await sources.blobs.get(key)).toString('utf8'));
+      if (await sources.blobs.exists(key)) {
+        datasetText = (await sources.blobs.get(key)).toString('utf8');
+        dataset = datasetStatistics(key, datasetText);
+      }
     } catch (error) {
       notes.push(`training set ${key} could not be read: ${(error as Error).message}`);
     }
   }
+  const signal = training.length ? rlSignal(training.map(signalSample), await trainingOrigins(sources, runId, datasetText, notes)) : [];
 
   const toolTally = new Map<string, number>();
   for (const { view } of views)
@@ -609,6 +651,7 @@ export async function gatherReport(sources: ReportSources, options: GatherOption
     })),
     transfer,
     notes,
+    ...(signal.length ? { rlSignal: signal } : {}),
     ...demoStages(sources.home, runId),
   };
   return { model, views };

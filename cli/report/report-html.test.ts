@@ -434,3 +434,24 @@ test('held-out trajectories a stored evaluation result covers are drawn once, by
   assert.deepEqual(left, ['eval-r-eval-rl-q1-s0', 'eval-r-eval-warm-extra-q0-s0'], 'only the rows no result names stay');
   assert.equal(notSummarised(rows, []).length, 4);
 });
+
+test('a run with training groups shows where the RL signal came from, in the page and the summary', () => {
+  const model = emptyModel({
+    rlSignal: [
+      { source: 'warm-start', hops: 2, goldTurns: 7, groups: 4, samples: 16, right: 9, mixed: 3, equalReward: 1 },
+      { source: 'candidate', hops: 1, goldTurns: null, groups: 2, samples: 8, right: 0, mixed: 0, equalReward: 2 },
+    ],
+  });
+  const html = renderReport(model, runtime);
+  assert.match(html, /<h2>Where the RL signal came from<\/h2>/);
+  assert.match(
+    html,
+    /RL signal: 3 of 6 groups mixed right and wrong answers \(warm-start 3 of 4 · candidate 0 of 2\); 3 had equal rewards/,
+  );
+  assert.match(
+    html,
+    /<td>warm-start<\/td><td>2<\/td><td>7<\/td><td>4<\/td><td>16<\/td><td>9 \(56 %\)<\/td><td>3 \(75 %\)<\/td><td>1 \(25 %\)<\/td>/,
+  );
+  assert.match(formatReportSummary(model), /RL signal: 3 of 6 groups mixed/);
+  assert.doesNotMatch(renderReport(emptyModel(), runtime), /Where the RL signal came from/);
+});

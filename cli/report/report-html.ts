@@ -8,6 +8,7 @@
 import type { ChartRuntime, CountPoint, ReportModel } from './report-model.js';
 import { goldMeasures, type VersionBehaviour } from '../../activities/analysis/behaviour.js';
 import { transferBudgetText, transferStageOf } from '../../bench/transfer-benchmark.js';
+import { signalSummary } from './rl-signal.js';
 
 export interface Chart {
   readonly id: string;
@@ -635,6 +636,32 @@ export function renderReport(model: ReportModel, runtime: ChartRuntime): string 
         ]),
       )
     : '';
+  const signalRows = model.rlSignal ?? [];
+  const share = (part: number, whole: number) => (whole ? `${part} (${percent(part / whole)})` : String(part));
+  const signal = signalRows.length
+    ? table(
+        [
+          'question set',
+          'hops',
+          'gold path turns',
+          'groups',
+          'samples',
+          'right (EM)',
+          'groups mixing right and wrong',
+          'groups with equal rewards',
+        ],
+        signalRows.map((row) => [
+          escapeHtml(row.source),
+          row.hops === null ? '–' : String(row.hops),
+          row.goldTurns === null ? '–' : String(row.goldTurns),
+          String(row.groups),
+          String(row.samples),
+          share(row.right, row.samples),
+          share(row.mixed, row.groups),
+          share(row.equalReward, row.groups),
+        ]),
+      )
+    : '';
   const dataset = model.dataset
     ? table(
         ['key', 'questions', 'mean question length', 'answers per question', 'with a gold path', 'other fields'],
@@ -696,6 +723,7 @@ ${charts
 </div>
 ${charts.length === 0 ? '<p class="empty">no data to chart for this run</p>' : ''}
 ${demoStages ? `<h2>Demo stages: held-out accuracy and behaviour per version</h2>\n<p class="muted">Each stage evaluated the synthesized held-out set with the evaluation workflow; the gain is paired per question (longhaul demo).</p>\n${demoStages}` : ''}
+${signal ? `<h2>Where the RL signal came from</h2>\n<p class="muted">${escapeHtml(signalSummary(signalRows) ?? '')}. A group is the samples drawn for one question; equal rewards give it zero advantage, so it teaches nothing, and right answers beside wrong ones are the contrast RL learns from (cli/report/rl-signal.ts).</p>\n${signal}` : ''}
 ${transferSection(model)}
 <h2>Benchmarks (evaluation results)</h2>
 ${benchmarks}

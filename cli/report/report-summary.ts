@@ -2,6 +2,7 @@
 import type { IntervalPoint, ReportModel } from './report-model.js';
 import { goldMeasures, type VersionBehaviour } from '../../activities/analysis/behaviour.js';
 import { transferStageOf } from '../../bench/transfer-benchmark.js';
+import { signalSummary } from './rl-signal.js';
 
 const wholePercent = (value: number) => `${(value * 100).toFixed(0)} %`;
 
@@ -60,6 +61,8 @@ export function formatReportSummary(model: ReportModel): string {
       ].join(' · ')}`,
     );
   }
+  const signal = signalSummary(model.rlSignal ?? []);
+  if (signal) lines.push(signal);
   if (model.benchmarks.length) lines.push(`evaluation results: ${model.benchmarks.length} (table in the report)`);
   if (model.dataset)
     lines.push(`training set ${model.dataset.key}: ${model.dataset.questions} questions, ${model.dataset.withGoldTurns} with a gold path`);
