@@ -36,6 +36,7 @@ import { followWarmStart } from './warm-start.command.js';
 import { resolveDataset } from './eval.command.js';
 import { describePending, pendingActivity } from '../activity-progress.js';
 import { writeReport } from '../report/write-report.js';
+import { signalSummary } from '../report/rl-signal.js';
 import { retentionPlan } from './model.command.js';
 import { refuseConcurrentTraining } from '../training-guard.js';
 import {
@@ -755,6 +756,8 @@ warm start, a --band outside [0, 1], an empty held-out set (--heldout 0, or a --
       console.log(
         `RL (${trainedLabel(plan.rl.hyperparameters)}): reward per step ${learned.history.map((stats) => `v${stats.version} ${stats.meanReward.toFixed(3)}`).join(' → ') || '(no step)'} · zero-advantage groups ${learned.zeroAdvantageGroupShare === undefined ? '-' : pct(learned.zeroAdvantageGroupShare)} % · trainer busy ${(learned.trainerBusy * 100).toFixed(0)} % · max staleness ${learned.maxStaleness}`,
       );
+      const signal = signalSummary(html.model.rlSignal ?? []);
+      if (signal) console.log(signal);
       console.log(stageTable(stageSeconds));
       console.log(`report: ${reportPath}`);
       console.log(`HTML report: ${html.path}`);
