@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { gatherReport } from '../cli/report/gather-report.js';
 import { createPgReportSource } from '../infra/postgres/report-source.pg.js';
-import { createPgTrajectoryStore } from '../infra/postgres/trajectory-store.pg.js';
+import { createPgTrajectoryStore, questionIdsOfRuns } from '../infra/postgres/trajectory-store.pg.js';
 import { evaluationRunId } from '../workflows/contracts/evaluation.contract.js';
 import { openContext, uniquePrefix } from './helpers/stack.js';
 
@@ -110,6 +110,9 @@ test(
       );
       assert.equal(model.summary.heldOutTrajectories, 3);
       assert.equal(model.summary.trainingTrajectories, 4);
+      // What an --rl-continue run of this one reads to draw new questions first: the ids as stored.
+      assert.deepEqual(await questionIdsOfRuns(context.pool, [runId]), ['c0/g2', 'w0']);
+      assert.deepEqual(await questionIdsOfRuns(context.pool, []), []);
       assert.deepEqual(model.rlSignal, [
         { source: 'warm-start', hops: 2, goldTurns: null, groups: 1, samples: 2, right: 1, mixed: 1, equalReward: 0 },
         { source: 'candidate', hops: 1, goldTurns: null, groups: 1, samples: 2, right: 0, mixed: 0, equalReward: 1 },

@@ -40,7 +40,10 @@ import { signalSummary } from '../report/rl-signal.js';
 import { retentionPlan } from './model.command.js';
 import { refuseConcurrentTraining } from '../training-guard.js';
 import {
+  continuedEvaluationPhase,
+  continuedRuns,
   createManifest,
+  createManifestContinuing,
   createManifestFrom,
   checkRunId,
   DemoPhases,
@@ -56,6 +59,7 @@ import {
   demoRolloutTemperature,
   presets,
   probeTrajectory,
+  rlContinuePlan,
   rlFromPlan,
   rolloutTemperature,
   trainedLabel,
@@ -64,7 +68,9 @@ import {
 } from '../demo/plan.js';
 import { synthesisCacheKey, synthesizeOrReuse } from '../demo/synthesis-cache.js';
 import { searchCorpusVersion } from '../../infra/postgres/evaluation-store.pg.js';
-import { inBand, splitQuestions, trainingCandidates, trainingPool, withHops, type DemoSplit } from '../demo/split.js';
+import { continuedPool, inBand, splitQuestions, trainingCandidates, trainingPool, withHops, type DemoSplit } from '../demo/split.js';
+import { questionIdsOfRuns } from '../../infra/postgres/trajectory-store.pg.js';
+import { curriculumBaseQuestionId } from '../../workflows/learner-curriculum.js';
 import { measureGoldTurns } from '../gold-turn-lengths.js';
 import { goldMeasures, type VersionBehaviour } from '../../activities/analysis/behaviour.js';
 import { pairedDifference, type PairedDifference } from '../../activities/evaluation/statistics.js';
@@ -312,11 +318,17 @@ terminates them; an evaluation then keeps the questions it had scored).
                          --temperature --reward --no-curriculum --band… --train-hops --train-warm-start);
                          the RL gain pairs with RUN's warm start on the same held-out questions. Any other
                          flag: exit 2
+  --rl-continue RUN      more RL steps after run RUN's (an --rl-from run, or a whole one): RL starts from RUN's
+                         final policy with RUN's settings and the RL flags given here, drawing first the training
+                         questions RUN's RL (and any run it continued) did not draw; the RL gain still pairs
+                         with the warm start, and "RL gain of this run" with RUN's RL evaluation (stage rl-start).
+                         A chain of these trains longer than one session and measures held-out EM at each link
 
 --json ends stdout with {"run_id","minutes","heldout_questions","em":{"base","warm_start","rl"},
 "em_ci95":{…},"rl_gain_em","rl_gain_em_ci95":[lo,hi],"warm_gain_em","warm_gain_em_ci95",
 "zero_advantage_group_share","trainer_busy","band":{…},"references":{…},"report":"<html path>",
-"stage_seconds":{stage: wall seconds}}.
+"stage_seconds":{stage: wall seconds}}; with --rl-continue also em.rl_start, "rl_continue",
+"continued_gain_em" and "continued_gain_em_ci95".
 
 Bad input exits 2 naming the flag before anything starts: a --dataset without gold paths for the gold
 warm start, a --band outside [0, 1], an empty held-out set (--heldout 0, or a --dataset too small).`,
@@ -332,6 +344,13 @@ warm start, a --band outside [0, 1], an empty held-out set (--heldout 0, or a --
       manifest = readManifest(settings.home, checkRunId(values.resume, 'resume'));
       plan = manifest.plan;
       if (plan.datasetFile) givenRows = await datasetRows(plan);
+    } else if (values['rl-continue'] !== undefined) {
+      const previous = readManifest(settings.home, checkRunId(values['rl-continue'], 'rl-continue'), 'rl-continue');
+      plan = rlContinuePlan(previous.plan, previous.runId, values as DemoFlagValues);
+      checkPlan(plan);
+      if (plan.datasetFile) givenRows = await datasetRows(plan);
+      const runId = checkRunId(values['run-id'] ?? newRunId(), 'run-id');
+      manifest = createManifestContinuing(settings.home, runId, plan, previous);
     } else if (values['rl-from'] !== undefined) {
       const source = readManifest(settings.home, checkRunId(values['rl-from'], 'rl-from'), 'rl-from');
       plan = rlFromPlan(source.plan, source.runId, values as DemoFlagValues);
@@ -353,7 +372,7 @@ warm start, a --band outside [0, 1], an empty held-out set (--heldout 0, or a --
       console.error(`  ${name}: ${reusedFrom ? `reused from run ${reusedFrom}` : `done before (${runId})`}, skipped`),
     );
     console.error(
-      `demo run ${runId}${values.resume ? ' (resumed)' : ''}${plan.rlFrom ? ` · RL from run ${plan.rlFrom}'s warm start` : ''} · manifest ${path.join(settings.home, 'demo-runs', `${runId}.json`)}`,
+      `demo run ${runId}${values.resume ? ' (resumed)' : ''}${plan.rlContinue ? ` · RL continues run ${plan.rlContinue}'s (warm start of ${plan.rlFrom})` : plan.rlFrom ? ` · RL from run ${plan.rlFrom}'s warm start` : ''} · manifest ${path.join(settings.home, 'demo-runs', `${runId}.json`)}`,
     );
 
     phase('1/7 starting the stack');
@@ -462,12 +481,22 @@ warm start, a --band outside [0, 1], an empty held-out set (--heldout 0, or a --
       // The rows the split was made of (a split stored before rows carried their hop count lacks it: --train-hops reads it here).
       const sourceRows = async () => givenRows ?? (await Promise.all(synthesized.map((set) => synthesizedRows(blobs, set.blobKey)))).flat();
 
-      const trainingQuestions = async () =>
-        trainingPool(
+      const trainingQuestions = async () => {
+        const questions = trainingPool(
           await readRows(split.keys.candidates),
           plan.rl.trainWarmStart ? await readRows(split.keys.warmStart) : null,
           plan.synthesis.seed,
         );
+        if (!plan.rlContinue) return questions;
+        // A continued run goes on to the questions the RL it continues did not draw before it repeats any.
+        const earlier = continuedRuns(settings.home, plan);
+        const drawn = new Set((await questionIdsOfRuns(pool, earlier)).map(curriculumBaseQuestionId));
+        const ordered = continuedPool(questions, drawn);
+        console.error(
+          `  --rl-continue: ${questions.filter((row) => !drawn.has(row.id)).length} of ${questions.length} training questions not drawn by ${earlier.join(', ')} come first`,
+        );
+        return ordered;
+      };
 
       const references = await phases.run('references', async () => {
         const sets = [];
@@ -556,6 +585,12 @@ warm start, a --band outside [0, 1], an empty held-out set (--heldout 0, or a --
       } else {
         phase('4/7 warm start skipped (--warm-start none)');
       }
+      // An --rl-continue run starts from the final policy of the RL it continues, measured by that run's RL evaluation.
+      const continued = plan.rlContinue
+        ? { ...(phases.manifest.phases[continuedEvaluationPhase]!.result as StageResult), stage: 'rl-start' }
+        : null;
+      // The weights RL starts from (and the band probe samples): the warm start's, or those of the RL continued.
+      const rlPolicyVersion = continued?.version ?? rlStartVersion;
 
       phase(
         plan.band.enabled
@@ -572,17 +607,17 @@ warm start, a --band outside [0, 1], an empty held-out set (--heldout 0, or a --
           await blobs.put(trainKey, jsonl(candidates), 'application/x-ndjson');
           return { probed: 0, kept: candidates.length, passRates: {}, histogram: {}, fallback: false, trainKey, seconds: 0 };
         }
-        await restartInference(rlStartVersion);
+        await restartInference(rlPolicyVersion);
         const probe = await evaluate(context, {
           resultId: `${runId}-probe`,
           dataset: 'demo-band-probe',
           rows: candidates,
           k: plan.band.k,
           trajectory: probeTrajectory(plan),
-          policyVersion: rlStartVersion,
+          policyVersion: rlPolicyVersion,
           seed: 1000,
           concurrency: plan.evaluation.concurrency,
-          label: `band probe (v${rlStartVersion})`,
+          label: `band probe (v${rlPolicyVersion})`,
         });
         const passRates = Object.fromEntries(probe.perQuestion.map((item) => [item.questionId, item.score]));
         const histogram: Record<string, number> = {};
@@ -628,10 +663,14 @@ warm start, a --band outside [0, 1], an empty held-out set (--heldout 0, or a --
       // An --rl-from run starts from its source's warm-started version registered again (versions only grow: the
       // source's own RL published the versions after it), once: a resumed run keeps the one it registered.
       const learnerStartVersion = plan.rlFrom
-        ? await phases.run('rl-start-version', () => startVersionFlag(versions, rlStartVersion, 'rl-from'))
+        ? await phases.run('rl-start-version', () =>
+            startVersionFlag(versions, rlPolicyVersion, plan.rlContinue ? 'rl-continue' : 'rl-from'),
+          )
         : rlStartVersion;
-      if (learnerStartVersion !== rlStartVersion)
-        console.error(`  RL starts from v${learnerStartVersion} (the weights of ${plan.rlFrom}'s warm start v${rlStartVersion})`);
+      if (learnerStartVersion !== rlPolicyVersion)
+        console.error(
+          `  RL starts from v${learnerStartVersion} (the weights of ${continued ? `${plan.rlContinue}'s RL v${rlPolicyVersion}` : `${plan.rlFrom}'s warm start v${rlStartVersion}`})`,
+        );
       const learned = await phases.run<LearnerResult>('rl', async () => {
         // A learner of this run still running (this process was killed) has published newer versions: serve the newest.
         const running = await client.workflow
@@ -689,7 +728,9 @@ warm start, a --band outside [0, 1], an empty held-out set (--heldout 0, or a --
       const reference = warm?.evaluation ?? base;
       const rlGain: PairedDifference = pairedDifference(scores(reference), scores(rl), 13);
       const warmGain: PairedDifference | null = warm ? pairedDifference(scores(base), scores(warm.evaluation), 14) : null;
-      const stages = [base, ...(warm ? [warm.evaluation] : []), rl];
+      const stages = [base, ...(warm ? [warm.evaluation] : []), ...(continued ? [continued] : []), rl];
+      // The part of the gain this run's RL made: paired against the policy it started from.
+      const continuedGain: PairedDifference | null = continued ? pairedDifference(scores(continued), scores(rl), 15) : null;
       const seconds = Math.round((Date.now() - startedAt) / 1000) + priorSeconds(manifest);
       const report = {
         runId,
@@ -704,6 +745,7 @@ warm start, a --band outside [0, 1], an empty held-out set (--heldout 0, or a --
         stages,
         rlGain,
         warmGain,
+        ...(continued ? { continued: { run: plan.rlContinue, version: continued.version }, continuedGain } : {}),
         warmStart: warm
           ? { kept: warm.result.kept, finished: warm.result.finished, steps: warm.result.steps, wallSeconds: warm.result.wallSeconds }
           : null,
@@ -743,6 +785,10 @@ warm start, a --band outside [0, 1], an empty held-out set (--heldout 0, or a --
       console.log(
         `RL gain (paired, RL − ${warm ? 'warm start' : 'base'}, ${rlGain.n} questions): ${rlGain.mean >= 0 ? '+' : ''}${pct(rlGain.mean)} points ${interval(rlGain.ci95)}${warmGain ? ` · warm-start gain ${warmGain.mean >= 0 ? '+' : ''}${pct(warmGain.mean)} ${interval(warmGain.ci95)}` : ''}`,
       );
+      if (continuedGain)
+        console.log(
+          `RL gain of this run (paired, RL − ${plan.rlContinue}'s RL v${continued?.version}, ${continuedGain.n} questions): ${continuedGain.mean >= 0 ? '+' : ''}${pct(continuedGain.mean)} points ${interval(continuedGain.ci95)}`,
+        );
       console.log(
         `tool calls per question: ${stages.map((stage) => `${stage.stage} ${stage.heldOut.meanToolCalls.toFixed(2)}`).join(' → ')} · verified by a further search: ${stages.map((stage) => `${stage.stage} ${stage.heldOut.behaviour?.verifiedShare === null || stage.heldOut.behaviour === null ? '-' : pct(stage.heldOut.behaviour.verifiedShare)}`).join(' → ')} · documents: ${stages.map((stage) => `${stage.stage} ${stage.heldOut.behaviour ? stage.heldOut.behaviour.meanDistinctDocuments.toFixed(2) : '-'}`).join(' → ')}`,
       );
@@ -772,10 +818,23 @@ warm start, a --band outside [0, 1], an empty held-out set (--heldout 0, or a --
             run_id: runId,
             minutes: Number((seconds / 60).toFixed(2)),
             heldout_questions: split.heldOut,
-            em: { base: base.heldOut.em, warm_start: warm?.evaluation.heldOut.em ?? null, rl: rl.heldOut.em },
-            em_ci95: { base: base.heldOut.emCi95, warm_start: warm?.evaluation.heldOut.emCi95 ?? null, rl: rl.heldOut.emCi95 },
+            em: {
+              base: base.heldOut.em,
+              warm_start: warm?.evaluation.heldOut.em ?? null,
+              ...(continued ? { rl_start: continued.heldOut.em } : {}),
+              rl: rl.heldOut.em,
+            },
+            em_ci95: {
+              base: base.heldOut.emCi95,
+              warm_start: warm?.evaluation.heldOut.emCi95 ?? null,
+              ...(continued ? { rl_start: continued.heldOut.emCi95 } : {}),
+              rl: rl.heldOut.emCi95,
+            },
             rl_gain_em: rlGain.mean,
             rl_gain_em_ci95: rlGain.ci95,
+            ...(continuedGain
+              ? { rl_continue: plan.rlContinue, continued_gain_em: continuedGain.mean, continued_gain_em_ci95: continuedGain.ci95 }
+              : {}),
             warm_gain_em: warmGain?.mean ?? null,
             warm_gain_em_ci95: warmGain?.ci95 ?? null,
             zero_advantage_group_share: learned.zeroAdvantageGroupShare ?? null,

@@ -103,6 +103,42 @@ export function createManifestFrom(home: string, runId: string, plan: DemoPlan, 
   return createManifest(home, runId, plan, phases);
 }
 
+/** The phase of an `--rl-continue` run that holds the held-out evaluation of the RL it continues (its start). */
+export const continuedEvaluationPhase = 'evaluation-continued';
+
+/**
+ * A new run that continues `previous`'s RL (`--rl-continue`): `previous`'s phases before RL are copied as
+ * createManifestFrom copies them, and its RL evaluation as `evaluation-continued` (the start this run's RL is measured
+ * against, marked reused). Refused (exit 2) while `previous` has not finished its RL and that evaluation.
+ */
+export function createManifestContinuing(home: string, runId: string, plan: DemoPlan, previous: DemoManifest): DemoManifest {
+  const missing = [...phasesBeforeRl, 'rl', 'evaluation-rl'].filter((name) => previous.phases[name] === undefined);
+  if (missing.length > 0)
+    throw new UsageError(
+      `--rl-continue: run ${previous.runId} has not finished ${missing.join(', ')}; finish it first (longhaul demo --resume ${previous.runId})`,
+    );
+  const reused = (name: string) => ({
+    ...previous.phases[name]!,
+    seconds: 0,
+    reusedFrom: previous.phases[name]!.reusedFrom ?? previous.runId,
+  });
+  const phases = Object.fromEntries([
+    ...phasesBeforeRl.map((name) => [name, reused(name)]),
+    [continuedEvaluationPhase, { ...previous.phases['evaluation-rl']!, seconds: 0, reusedFrom: previous.runId }],
+  ]);
+  return createManifest(home, runId, plan, phases);
+}
+
+/** The runs whose RL a run continues, nearest first (`--rl-continue` of `--rl-continue` …); empty for any other run. */
+export function continuedRuns(home: string, plan: DemoPlan): string[] {
+  const runs: string[] = [];
+  for (let next = plan.rlContinue ?? null; next !== null && !runs.includes(next);) {
+    runs.push(next);
+    next = readManifest(home, next, 'rl-continue').plan.rlContinue ?? null;
+  }
+  return runs;
+}
+
 export function writeManifest(home: string, manifest: DemoManifest): void {
   fs.mkdirSync(manifestFolder(home), { recursive: true });
   const file = manifestPath(home, manifest.runId);

@@ -113,6 +113,12 @@ export interface DemoPlan {
    * warm-started policy, and runs only RL and the evaluation after it (absent or null: a whole run).
    */
   readonly rlFrom?: string | null;
+  /**
+   * `--rl-continue RUN`: this run's RL starts from RUN's final RL policy (RUN: an `--rl-from` run, or a run whose warm
+   * start it shares), on the same held-out questions; `rlFrom` names the run whose warm start both pair with. Absent
+   * or null: RL starts from the warm start.
+   */
+  readonly rlContinue?: string | null;
 }
 
 /** The demo's flags (parseArgs options). */
@@ -160,6 +166,7 @@ export const demoFlagOptions = {
   'train-hops': { type: 'string' },
   'train-warm-start': { type: 'boolean' },
   'rl-from': { type: 'string' },
+  'rl-continue': { type: 'string' },
 } as const;
 
 export type DemoFlagValues = Partial<Record<keyof typeof demoFlagOptions, string | boolean>>;
@@ -457,6 +464,10 @@ export function rlFromPlan(source: DemoPlan, sourceRunId: string, values: DemoFl
     throw new UsageError(
       `--rl-from reuses ${sourceRunId}'s questions, warm start and evaluation settings; leave out --${others.join(', --')} (RL's flags: --${rlFromFlags.slice(3).join(', --')})`,
     );
+  if (source.rlContinue)
+    throw new UsageError(
+      `--rl-from ${sourceRunId}: that run continued ${source.rlContinue}'s RL; take the warm start of ${source.rlFrom ?? source.rlContinue} (--rl-from ${source.rlFrom ?? source.rlContinue}), or continue it (--rl-continue ${sourceRunId})`,
+    );
   if (source.warmStart.source !== 'gold')
     throw new UsageError(
       `--rl-from: ${sourceRunId} has no warm start (--warm-start none); run RL from its base with --from-version instead`,
@@ -515,6 +526,27 @@ export function rlFromPlan(source: DemoPlan, sourceRunId: string, values: DemoFl
     },
     rlFrom: sourceRunId,
   };
+}
+
+/**
+ * The plan of `--rl-continue PREVIOUS`: PREVIOUS's plan (its questions, split, warm start, evaluations and RL
+ * settings) with the RL flags given here replacing its RL settings, as `--rl-from` does; RL starts from PREVIOUS's
+ * final policy, and the gains pair with the warm start PREVIOUS's own RL started from. Any other flag exits 2.
+ */
+export function rlContinuePlan(previous: DemoPlan, previousRunId: string, values: DemoFlagValues): DemoPlan {
+  const { 'rl-continue': _previous, ...rest } = values;
+  if (rest['rl-from'] !== undefined)
+    throw new UsageError(`--rl-continue ${previousRunId} takes the warm start ${previousRunId}'s RL started from; leave out --rl-from`);
+  const others = Object.keys(rest).filter((flag) => !(rlFromFlags as readonly string[]).includes(flag));
+  if (others.length > 0)
+    throw new UsageError(
+      `--rl-continue reuses ${previousRunId}'s questions, warm start and evaluation settings; leave out --${others.join(', --')} (RL's flags: --${rlFromFlags.slice(3).join(', --')})`,
+    );
+  if (previous.warmStart.source !== 'gold')
+    throw new UsageError(`--rl-continue: ${previousRunId} has no warm start (--warm-start none); there is no warm start to pair with`);
+  const warmFrom = previous.rlFrom ?? previousRunId;
+  // rlFromPlan reads PREVIOUS's plan as a source whose warm start is warmFrom's; a continued run is continued again.
+  return { ...rlFromPlan({ ...previous, rlContinue: null }, warmFrom, rest), rlContinue: previousRunId };
 }
 
 /** The RL rollouts' sampling temperature (a stored plan always has one). */

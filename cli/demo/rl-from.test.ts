@@ -4,8 +4,17 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { UsageError } from '../command.js';
-import { createManifest, createManifestFrom, DemoPhases, phasesBeforeRl, readManifest } from './manifest.js';
-import { demoPlan, demoTrainable, rlFromPlan, warmStartTrainable } from './plan.js';
+import {
+  continuedEvaluationPhase,
+  continuedRuns,
+  createManifest,
+  createManifestContinuing,
+  createManifestFrom,
+  DemoPhases,
+  phasesBeforeRl,
+  readManifest,
+} from './manifest.js';
+import { demoPlan, demoTrainable, rlContinuePlan, rlFromPlan, warmStartTrainable } from './plan.js';
 
 const usage = (pattern: RegExp) => (error: unknown) => error instanceof UsageError && pattern.test(error.message);
 
@@ -112,6 +121,64 @@ test('an --rl-from manifest holds the source phases before RL, marked reused, an
     // An ablation of an ablation names the run that ran the phases.
     const second = createManifestFrom(home, 'ablation-2', rlFromPlan(resumed.plan, 'ablation', {}), readManifest(home, 'ablation'));
     assert.equal(second.phases['warm-start']?.reusedFrom, 'src');
+  } finally {
+    fs.rmSync(home, { recursive: true, force: true });
+  }
+});
+
+test("--rl-continue: the continued run's plan with the RL flags given replaced; the warm start paired with is its source's", () => {
+  const source = demoPlan({ full: true, steps: '6', 'sft-questions': '128', dataset: 'set.jsonl' });
+  const ablation = rlFromPlan(source, 'src', { 'train-warm-start': true, 'no-curriculum': true, steps: '8' });
+  const next = rlContinuePlan(ablation, 'ablation', { 'rl-continue': 'ablation', 'run-id': 'next', json: true, steps: '4' });
+  assert.equal(next.rlFrom, 'src', 'the held-out gains pair with the warm start the ablation started from');
+  assert.equal(next.rlContinue, 'ablation');
+  assert.equal(next.rl.settings.maxSteps, 4);
+  assert.equal(next.rl.trainWarmStart, true, "the ablation's settings carry over");
+  assert.equal(next.rl.curriculum, null);
+  for (const part of ['split', 'warmStart', 'evaluation', 'references', 'synthesis'] as const)
+    assert.deepEqual(next[part], source[part], `${part} is the source's`);
+  // A whole run continued: its own warm start; a continued run continued again keeps the first warm start.
+  assert.equal(rlContinuePlan(source, 'src', {}).rlFrom, 'src');
+  const third = rlContinuePlan(next, 'next', { lr: '1e-6' });
+  assert.deepEqual([third.rlFrom, third.rlContinue, third.rl.hyperparameters.learningRate], ['src', 'next', 1e-6]);
+
+  assert.throws(() => rlContinuePlan(ablation, 'ablation', { 'rl-from': 'src' }), usage(/leave out --rl-from/));
+  assert.throws(() => rlContinuePlan(ablation, 'ablation', { 'sft-epochs': '2' }), usage(/--rl-continue reuses .* leave out --sft-epochs/));
+  assert.throws(() => rlContinuePlan(demoPlan({ 'warm-start': 'none' }), 'bare', {}), usage(/bare has no warm start/));
+  assert.throws(() => rlFromPlan(next, 'next', {}), usage(/continued ablation's RL; take the warm start of src \(--rl-from src\)/));
+});
+
+test('an --rl-continue manifest holds the phases before RL and the continued RL evaluation as its start, once that RL finished', async () => {
+  const home = fs.mkdtempSync(path.join(os.tmpdir(), 'longhaul-rl-continue-'));
+  try {
+    const sourcePlan = demoPlan({});
+    const sourcePhases = new DemoPhases(home, createManifest(home, 'src', sourcePlan));
+    for (const name of phasesBeforeRl) await sourcePhases.run(name, async () => ({ name }));
+    const ablationPlan = rlFromPlan(sourcePlan, 'src', {});
+    const ablation = new DemoPhases(home, createManifestFrom(home, 'ablation', ablationPlan, readManifest(home, 'src')));
+    await ablation.run('rl', async () => ({ finalVersion: 40 }));
+    const plan = rlContinuePlan(ablationPlan, 'ablation', {});
+    assert.throws(
+      () => createManifestContinuing(home, 'early', plan, readManifest(home, 'ablation')),
+      usage(/has not finished evaluation-rl/),
+    );
+    await ablation.run('evaluation-rl', async () => ({ stage: 'rl', version: 40 }));
+
+    const manifest = createManifestContinuing(home, 'next', plan, readManifest(home, 'ablation'));
+    assert.deepEqual(Object.keys(manifest.phases), [...phasesBeforeRl, continuedEvaluationPhase]);
+    assert.equal(manifest.phases['warm-start']?.reusedFrom, 'src', 'the run that ran the phase');
+    assert.deepEqual(manifest.phases[continuedEvaluationPhase]?.result, { stage: 'rl', version: 40 });
+    assert.equal(manifest.phases[continuedEvaluationPhase]?.reusedFrom, 'ablation');
+    assert.deepEqual(continuedRuns(home, readManifest(home, 'next').plan), ['ablation']);
+    assert.deepEqual(continuedRuns(home, ablationPlan), []);
+
+    // A chain: the next link continues "next", whose own RL and evaluation are its own phases.
+    const next = new DemoPhases(home, readManifest(home, 'next'));
+    await next.run('rl', async () => ({ finalVersion: 44 }));
+    await next.run('evaluation-rl', async () => ({ stage: 'rl', version: 44 }));
+    const link = createManifestContinuing(home, 'link', rlContinuePlan(plan, 'next', {}), readManifest(home, 'next'));
+    assert.deepEqual(link.phases[continuedEvaluationPhase]?.result, { stage: 'rl', version: 44 });
+    assert.deepEqual(continuedRuns(home, link.plan), ['next', 'ablation']);
   } finally {
     fs.rmSync(home, { recursive: true, force: true });
   }

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { normalizeAnswer } from '../../activities/reward/metrics.js';
 import type { QuestionRow } from '../../workflows/contracts/learner.contract.js';
 import { UsageError } from '../command.js';
-import { inBand, seededShuffle, splitQuestions, trainingCandidates, trainingPool, withHops } from './split.js';
+import { continuedPool, inBand, seededShuffle, splitQuestions, trainingCandidates, trainingPool, withHops } from './split.js';
 
 const countries = [
   'Peru',
@@ -174,4 +174,14 @@ test('the training pool: the candidates in order, or with --train-warm-start bot
     [...candidates, ...warmStart].map((item) => item.id),
     'mixed, not the candidates first',
   );
+});
+
+test('a continued run draws the questions the RL it continues did not draw first, then the rest, each part in order', () => {
+  const row = (id: string): QuestionRow => ({ id, question: `${id}?`, answers: [id] });
+  const pool = ['a', 'b', 'c', 'd', 'e'].map(row);
+  assert.deepEqual(
+    continuedPool(pool, new Set(['a', 'c', 'x'])).map((item) => item.id),
+    ['b', 'd', 'e', 'a', 'c'],
+  );
+  assert.deepEqual(continuedPool(pool, new Set()), pool, 'nothing drawn: the pool as it was');
 });

@@ -132,6 +132,14 @@ export function trainingPool(candidates: readonly QuestionRow[], warmStart: read
 }
 
 /**
+ * The training pool of a run that continues earlier RL (`--rl-continue`): the questions the earlier runs did not draw
+ * first, then those they drew, each part in the pool's order; so RL goes on to new questions before it repeats any.
+ */
+export function continuedPool(pool: readonly QuestionRow[], drawn: ReadonlySet<string>): QuestionRow[] {
+  return [...pool.filter((row) => !drawn.has(row.id)), ...pool.filter((row) => drawn.has(row.id))];
+}
+
+/**
  * The training candidates RL may draw (`--train-hops`): those of the given hop counts (null: all), in their order.
  * None left is a UsageError naming the flag: a candidate without a hop count (a question set that does not carry one)
  * never matches.

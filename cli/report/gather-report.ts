@@ -111,6 +111,9 @@ interface DemoReportFile {
   stages?: readonly DemoStageRecord[];
   rlGain?: DemoGainRecord;
   warmGain?: DemoGainRecord | null;
+  /** An --rl-continue run: the run whose RL it continued, and its gain over that RL's policy. */
+  continued?: { run?: string; version?: number };
+  continuedGain?: DemoGainRecord;
 }
 
 /** The demo's JSON report (cli/commands/demo.command.ts), read loosely: `learning`, `seconds`, and its stages and gains. */
@@ -143,6 +146,14 @@ function demoStages(home: string, runId: string): Pick<ReportModel, 'demoStages'
   const gains = [
     ...(demo.warmGain ? [{ label: 'warm start − base', ...demo.warmGain }] : []),
     ...(demo.rlGain ? [{ label: `RL − ${demo.warmGain ? 'warm start' : 'base'}`, ...demo.rlGain }] : []),
+    ...(demo.continuedGain
+      ? [
+          {
+            label: `RL − RL start (${demo.continued?.run ?? 'the run continued'}, v${demo.continued?.version ?? '?'})`,
+            ...demo.continuedGain,
+          },
+        ]
+      : []),
   ];
   return { demoStages: stages, demoGains: gains };
 }

@@ -71,3 +71,13 @@ export function createPgTrajectoryStore(pool: pg.Pool): TrajectoryStore {
     },
   };
 }
+
+/** The question ids the trajectories of these runs were asked (as stored: a curriculum group's carry `/g<n>`). */
+export async function questionIdsOfRuns(pool: pg.Pool, runIds: readonly string[]): Promise<string[]> {
+  if (runIds.length === 0) return [];
+  const result = await pool.query<{ question_id: string }>(
+    'SELECT DISTINCT question_id FROM trajectories WHERE run_id = ANY($1) ORDER BY question_id',
+    [runIds],
+  );
+  return result.rows.map((row) => row.question_id);
+}
