@@ -344,20 +344,16 @@ warm start, a --band outside [0, 1], an empty held-out set (--heldout 0, or a --
       manifest = readManifest(settings.home, checkRunId(values.resume, 'resume'));
       plan = manifest.plan;
       if (plan.datasetFile) givenRows = await datasetRows(plan);
-    } else if (values['rl-continue'] !== undefined) {
-      const previous = readManifest(settings.home, checkRunId(values['rl-continue'], 'rl-continue'), 'rl-continue');
-      plan = rlContinuePlan(previous.plan, previous.runId, values as DemoFlagValues);
+    } else if (values['rl-continue'] !== undefined || values['rl-from'] !== undefined) {
+      // A run that reuses another's phases before RL: from its warm start (--rl-from) or after its RL (--rl-continue).
+      const continuing = values['rl-continue'] !== undefined;
+      const flag = continuing ? 'rl-continue' : 'rl-from';
+      const source = readManifest(settings.home, checkRunId(String(values[flag]), flag), flag);
+      plan = (continuing ? rlContinuePlan : rlFromPlan)(source.plan, source.runId, values as DemoFlagValues);
       checkPlan(plan);
       if (plan.datasetFile) givenRows = await datasetRows(plan);
       const runId = checkRunId(values['run-id'] ?? newRunId(), 'run-id');
-      manifest = createManifestContinuing(settings.home, runId, plan, previous);
-    } else if (values['rl-from'] !== undefined) {
-      const source = readManifest(settings.home, checkRunId(values['rl-from'], 'rl-from'), 'rl-from');
-      plan = rlFromPlan(source.plan, source.runId, values as DemoFlagValues);
-      checkPlan(plan);
-      if (plan.datasetFile) givenRows = await datasetRows(plan);
-      const runId = checkRunId(values['run-id'] ?? newRunId(), 'run-id');
-      manifest = createManifestFrom(settings.home, runId, plan, source);
+      manifest = (continuing ? createManifestContinuing : createManifestFrom)(settings.home, runId, plan, source);
     } else {
       plan = demoPlan(values as DemoFlagValues);
       checkPlan(plan);
