@@ -89,18 +89,22 @@ export const phasesBeforeRl = [
  * its warm-start evaluation.
  */
 export function createManifestFrom(home: string, runId: string, plan: DemoPlan, source: DemoManifest): DemoManifest {
-  const missing = phasesBeforeRl.filter((name) => source.phases[name] === undefined);
+  return createManifest(home, runId, plan, reusedPhases(source, phasesBeforeRl, 'rl-from'));
+}
+
+/**
+ * `source`'s finished phases `names`, copied for a run that reuses them: no seconds of its own, marked with the run that
+ * ran each. Refused (exit 2, naming `flag`) while `source` has not finished one of them.
+ */
+function reusedPhases(source: DemoManifest, names: readonly string[], flag: string): DemoManifest['phases'] {
+  const missing = names.filter((name) => source.phases[name] === undefined);
   if (missing.length > 0)
     throw new UsageError(
-      `--rl-from: run ${source.runId} has not finished ${missing.join(', ')}; finish it first (longhaul demo --resume ${source.runId})`,
+      `--${flag}: run ${source.runId} has not finished ${missing.join(', ')}; finish it first (longhaul demo --resume ${source.runId})`,
     );
-  const phases = Object.fromEntries(
-    phasesBeforeRl.map((name) => [
-      name,
-      { ...source.phases[name]!, seconds: 0, reusedFrom: source.phases[name]!.reusedFrom ?? source.runId },
-    ]),
+  return Object.fromEntries(
+    names.map((name) => [name, { ...source.phases[name]!, seconds: 0, reusedFrom: source.phases[name]!.reusedFrom ?? source.runId }]),
   );
-  return createManifest(home, runId, plan, phases);
 }
 
 /** The phase of an `--rl-continue` run that holds the held-out evaluation of the RL it continues (its start). */
@@ -112,21 +116,13 @@ export const continuedEvaluationPhase = 'evaluation-continued';
  * against, marked reused). Refused (exit 2) while `previous` has not finished its RL and that evaluation.
  */
 export function createManifestContinuing(home: string, runId: string, plan: DemoPlan, previous: DemoManifest): DemoManifest {
-  const missing = [...phasesBeforeRl, 'rl', 'evaluation-rl'].filter((name) => previous.phases[name] === undefined);
-  if (missing.length > 0)
-    throw new UsageError(
-      `--rl-continue: run ${previous.runId} has not finished ${missing.join(', ')}; finish it first (longhaul demo --resume ${previous.runId})`,
-    );
-  const reused = (name: string) => ({
-    ...previous.phases[name]!,
-    seconds: 0,
-    reusedFrom: previous.phases[name]!.reusedFrom ?? previous.runId,
-  });
-  const phases = Object.fromEntries([
-    ...phasesBeforeRl.map((name) => [name, reused(name)]),
-    [continuedEvaluationPhase, { ...previous.phases['evaluation-rl']!, seconds: 0, reusedFrom: previous.runId }],
-  ]);
-  return createManifest(home, runId, plan, phases);
+  const {
+    'evaluation-rl': evaluation,
+    rl: _rl,
+    ...before
+  } = reusedPhases(previous, [...phasesBeforeRl, 'rl', 'evaluation-rl'], 'rl-continue');
+  // The RL evaluation is this run's start, run by `previous` itself (even if it is reused from earlier there).
+  return createManifest(home, runId, plan, { ...before, [continuedEvaluationPhase]: { ...evaluation!, reusedFrom: previous.runId } });
 }
 
 /** The runs whose RL a run continues, nearest first (`--rl-continue` of `--rl-continue` …); empty for any other run. */

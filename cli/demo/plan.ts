@@ -453,17 +453,22 @@ export const rlFromFlags = [
   'train-warm-start',
 ] as const;
 
+/** A run that reuses `sourceRunId`'s stages before RL (`--<flag>`) takes only RL's flags: any other exits 2 naming it. */
+function refuseEarlierStageFlags(values: DemoFlagValues, flag: string, sourceRunId: string): void {
+  const others = Object.keys(values).filter((name) => !(rlFromFlags as readonly string[]).includes(name));
+  if (others.length > 0)
+    throw new UsageError(
+      `--${flag} reuses ${sourceRunId}'s questions, warm start and evaluation settings; leave out --${others.join(', --')} (RL's flags: --${rlFromFlags.slice(3).join(', --')})`,
+    );
+}
+
 /**
  * The plan of `--rl-from SOURCE`: SOURCE's plan (its questions, split, warm start, evaluation settings and reference
  * sets, so that the held-out scores pair question by question), with the RL flags given here replacing SOURCE's RL
  * settings one by one; a flag of an earlier stage is refused (exit 2), since those stages are not run again.
  */
 export function rlFromPlan(source: DemoPlan, sourceRunId: string, values: DemoFlagValues): DemoPlan {
-  const others = Object.keys(values).filter((flag) => !(rlFromFlags as readonly string[]).includes(flag));
-  if (others.length > 0)
-    throw new UsageError(
-      `--rl-from reuses ${sourceRunId}'s questions, warm start and evaluation settings; leave out --${others.join(', --')} (RL's flags: --${rlFromFlags.slice(3).join(', --')})`,
-    );
+  refuseEarlierStageFlags(values, 'rl-from', sourceRunId);
   if (source.rlContinue)
     throw new UsageError(
       `--rl-from ${sourceRunId}: that run continued ${source.rlContinue}'s RL; take the warm start of ${source.rlFrom ?? source.rlContinue} (--rl-from ${source.rlFrom ?? source.rlContinue}), or continue it (--rl-continue ${sourceRunId})`,
@@ -537,11 +542,7 @@ export function rlContinuePlan(previous: DemoPlan, previousRunId: string, values
   const { 'rl-continue': _previous, ...rest } = values;
   if (rest['rl-from'] !== undefined)
     throw new UsageError(`--rl-continue ${previousRunId} takes the warm start ${previousRunId}'s RL started from; leave out --rl-from`);
-  const others = Object.keys(rest).filter((flag) => !(rlFromFlags as readonly string[]).includes(flag));
-  if (others.length > 0)
-    throw new UsageError(
-      `--rl-continue reuses ${previousRunId}'s questions, warm start and evaluation settings; leave out --${others.join(', --')} (RL's flags: --${rlFromFlags.slice(3).join(', --')})`,
-    );
+  refuseEarlierStageFlags(rest, 'rl-continue', previousRunId);
   if (previous.warmStart.source !== 'gold')
     throw new UsageError(`--rl-continue: ${previousRunId} has no warm start (--warm-start none); there is no warm start to pair with`);
   const warmFrom = previous.rlFrom ?? previousRunId;

@@ -467,20 +467,19 @@ const signalSample = (row: ReportTrajectoryRow) => ({
  * named in its JSON report), else the run's training set. A set that cannot be read becomes a note.
  */
 async function trainingOrigins(
-  sources: ReportSources,
-  runId: string,
+  blobs: BlobStore,
+  keys: { warmStart?: string; candidates?: string } | undefined,
   datasetText: string | null,
   notes: string[],
 ): Promise<Map<string, QuestionOrigin>> {
   const origins = new Map<string, QuestionOrigin>();
-  const keys = demoReport(sources.home, runId)?.split?.keys;
   for (const [source, key] of [
     ['warm-start', keys?.warmStart],
     ['candidate', keys?.candidates],
   ] as const) {
     if (!key) continue;
     try {
-      for (const [id, origin] of questionOrigins((await sources.blobs.get(key)).toString('utf8'), source)) origins.set(id, origin);
+      for (const [id, origin] of questionOrigins((await blobs.get(key)).toString('utf8'), source)) origins.set(id, origin);
     } catch (error) {
       notes.push(`the demo's ${source} questions (${key}) could not be read: ${(error as Error).message}`);
     }
@@ -499,7 +498,8 @@ export async function gatherReport(sources: ReportSources, options: GatherOption
   // Its evaluations are named like its modes' runs, and the start's `<run>-start`.
   const lineages = transferLineages(runId, transfer);
   // A demo run with --rl-from took its base and warm-start evaluations over from another run: their trajectories too.
-  const reusedEvaluations = (demoReport(sources.home, runId)?.stages ?? []).flatMap((stage) =>
+  const demo = demoReport(sources.home, runId);
+  const reusedEvaluations = (demo?.stages ?? []).flatMap((stage) =>
     stage.heldOut.resultId && !stage.heldOut.resultId.startsWith(`${runId}-eval-`) ? [`${evaluationRunId(stage.heldOut.resultId)}-`] : [],
   );
   const evaluationPrefixes = [
@@ -571,7 +571,9 @@ export async function gatherReport(sources: ReportSources, options: GatherOption
       notes.push(`training set ${key} could not be read: ${(error as Error).message}`);
     }
   }
-  const signal = training.length ? rlSignal(training.map(signalSample), await trainingOrigins(sources, runId, datasetText, notes)) : [];
+  const signal = training.length
+    ? rlSignal(training.map(signalSample), await trainingOrigins(sources.blobs, demo?.split?.keys, datasetText, notes))
+    : [];
 
   const toolTally = new Map<string, number>();
   for (const { view } of views)
@@ -619,7 +621,7 @@ export async function gatherReport(sources: ReportSources, options: GatherOption
       samplesPerHour: learner?.samplesPerHour ?? (spanHours > 0 ? training.length / spanHours : null),
       trainerBusy: learner?.trainerBusy ?? null,
       maxStaleness: learner?.maxStaleness ?? null,
-      wallSeconds: learner?.wallSeconds ?? demoReport(sources.home, runId)?.seconds ?? null,
+      wallSeconds: learner?.wallSeconds ?? demo?.seconds ?? null,
     },
     steps,
     trainingReward: seriesIntervalPoints(
