@@ -278,6 +278,16 @@ for (const [what, args, message] of [
     ['--reward', 'f1_format', '--format-weight', '2'],
     /^longhaul: --format-weight \(rewardFormatWeight\): expected a number between 0 and 1, got 2/,
   ],
+  [
+    'a format credit without a format term',
+    ['--format-credit', 'always'],
+    /^longhaul: --format-credit applies to a reward with a format term: give --reward f1_format or em_format/,
+  ],
+  [
+    'an unknown format credit',
+    ['--reward', 'f1_format', '--format-credit', 'sometimes'],
+    /^longhaul: --format-credit \(rewardFormatCredit\): expected one of "when-scored", "always", got "sometimes"/,
+  ],
 ] as const) {
   test(`longhaul train with ${what} exits 2 naming the flag, and starts nothing`, { timeout: 90_000 }, async () => {
     const result = await train(['--dataset', questions, ...args]);
@@ -298,6 +308,8 @@ test('longhaul train --help explains the curriculum and the f1_format reward', a
     '--pass-reward',
     'f1_format',
     '--format-weight',
+    '--format-credit',
+    'when-scored',
   ])
     assert.ok(stdout.includes(flag), `--help mentions ${flag}`);
 });

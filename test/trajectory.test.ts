@@ -83,14 +83,14 @@ test(
 );
 
 test(
-  "em_format and f1_format rewards take the trajectory's format weight; a sentence that contains the gold earns F1 credit, not EM",
+  "em_format and f1_format rewards take the trajectory's format weight and credit; a sentence that contains the gold earns F1 credit, not EM",
   { timeout: 180_000 },
   async () => {
     const context = await openContext(uniquePrefix('format-reward'));
     try {
       const workers = await agentWorkers(context, createScriptedPolicy(), createScriptedTools());
       const sentence = 'The capital of Peru is Lima';
-      const run = (rewardMetric: string, suffix: string) =>
+      const run = (rewardMetric: string, suffix: string, credit?: string) =>
         context.client.workflow.execute(trajectoryWorkflowType, {
           taskQueue: context.queue('agent'),
           workflowId: `${context.queue('agent')}-${suffix}`,
@@ -100,14 +100,21 @@ test(
               answers: ['Lima'],
               rewardMetric,
               rewardFormatWeight: 0.3,
+              ...(credit ? { rewardFormatCredit: credit } : {}),
             },
           ],
         }) as Promise<TrajectoryResult>;
-      const [em, f1] = await workers.run(() => Promise.all([run('em_format', 'em'), run('f1_format', 'f1')]));
+      const [em, emAlways, f1] = await workers.run(() =>
+        Promise.all([run('em_format', 'em'), run('em_format', 'em-always', 'always'), run('f1_format', 'f1')]),
+      );
       assert.equal(em.answer, sentence);
       assert.equal(em.rewardParts.em, 0);
       assert.equal(em.rewardParts.format, 1);
-      assert.ok(Math.abs(em.reward - 0.3) < 1e-12, `em_format at w = 0.3 is the format term alone: ${em.reward}`);
+      assert.equal(em.reward, 0, `em_format of an answer with EM 0 earns no format credit by default: ${em.reward}`);
+      assert.ok(
+        Math.abs(emAlways.reward - 0.3) < 1e-12,
+        `em_format at w = 0.3, credit "always", is the format term alone: ${emAlways.reward}`,
+      );
       const expected = 0.7 * f1.rewardParts.f1! + 0.3;
       assert.ok(f1.rewardParts.f1! > 0 && Math.abs(f1.reward - expected) < 1e-12, `f1_format at w = 0.3: ${f1.reward} ≠ ${expected}`);
     } finally {

@@ -41,6 +41,7 @@ export function childTrajectoryInput(request: ChildTrajectoryRequest): Trajector
     options: { ...(settings?.options ?? {}), seed: (settings?.options?.seed ?? 0) + (request.seedOffset ?? 0) + request.sample },
     ...(settings?.rewardMetric ? { rewardMetric: settings.rewardMetric } : {}),
     ...(settings?.rewardFormatWeight !== undefined ? { rewardFormatWeight: settings.rewardFormatWeight } : {}),
+    ...(settings?.rewardFormatCredit !== undefined ? { rewardFormatCredit: settings.rewardFormatCredit } : {}),
     ...(request.forcedTurns ? { forcedTurns: request.forcedTurns } : {}),
     ...(settings?.frozenObservations ? { frozenObservations: settings.frozenObservations } : {}),
   };

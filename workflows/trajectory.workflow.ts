@@ -307,6 +307,9 @@ async function episode(raw: TrajectoryInput): Promise<TrajectoryResult> {
       rewardMetric: input.rewardMetric,
       // Only rewards with a format term send its weight, so the activity input of every other trajectory (and its history) is unchanged.
       ...(formatRewardMetrics.includes(input.rewardMetric) ? { rewardFormatWeight: input.rewardFormatWeight } : {}),
+      ...(formatRewardMetrics.includes(input.rewardMetric) && input.rewardFormatCredit !== 'when-scored'
+        ? { rewardFormatCredit: input.rewardFormatCredit }
+        : {}),
       // Only forks carry it, so the activity input of every other trajectory (and its history) is unchanged.
       ...(input.forkOf ? { forkOf: input.forkOf } : {}),
     });

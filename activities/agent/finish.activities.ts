@@ -114,7 +114,7 @@ export function createFinishActivities({ blobs, trajectories, judge }: FinishDep
         answer,
         gold,
         { turns: input.turns, invalidSteps: input.invalidSteps, answered: input.answer !== null },
-        { formatWeight: input.rewardFormatWeight },
+        { formatWeight: input.rewardFormatWeight, formatCredit: input.rewardFormatCredit },
       );
       const judgement =
         input.rewardMetric === 'judge'

@@ -3,7 +3,7 @@
  * punctuation and the articles a/an/the, collapse whitespace). Reward functions never throw:
  * a failure scores 0 and the error is recorded.
  */
-import type { RewardMetric } from '../../workflows/contracts/trajectory.contract.js';
+import type { RewardFormatCredit, RewardMetric } from '../../workflows/contracts/trajectory.contract.js';
 
 export function normalizeAnswer(text: string): string {
   return text
@@ -104,10 +104,18 @@ export const defaultRewardFormatWeight = 0.1;
 /**
  * The answer's credit with a format term: (1 − w)·score + w·format, w in [0, 1] (default 0.1). `f1_format` passes F1
  * (graded: a partial answer, or a sentence that contains the gold, earns some), `em_format` passes EM (only the answer
- * itself earns). A wrong or missing answer earns at most w, only through a well-formed trajectory; a right answer from
- * a clean trajectory earns 1.
+ * itself earns). A right answer from a clean trajectory earns 1. With credit `when-scored` (the default) a trajectory
+ * whose score is 0 earns 0 whatever its format: wrong, missing and run-out answers are equal, so a group with no right
+ * answer teaches nothing (with `always` it taught "answer anything, early": docs/BENCHMARKS.md, session 39). With
+ * `always` a wrong or missing answer earns up to w through a well-formed trajectory.
  */
-export function withFormat(score: number, format: number, formatWeight: number = defaultRewardFormatWeight): number {
+export function withFormat(
+  score: number,
+  format: number,
+  formatWeight: number = defaultRewardFormatWeight,
+  formatCredit: RewardFormatCredit = 'when-scored',
+): number {
+  if (formatCredit === 'when-scored' && !(score > 0)) return 0;
   return (1 - formatWeight) * score + formatWeight * format;
 }
 
@@ -118,13 +126,14 @@ export interface RewardParts {
 
 /**
  * Every metric, each guarded: a metric that throws scores 0 and its error is kept. `f1_format` and `em_format` are
- * computed from the F1 (or EM) and format parts (each 0 if it failed) with `formatWeight` (default 0.1).
+ * computed from the F1 (or EM) and format parts (each 0 if it failed) with `formatWeight` (default 0.1) and
+ * `formatCredit` (default `when-scored`).
  */
 export function scoreAnswer(
   prediction: string | null,
   golds: readonly string[],
   format: FormatStats,
-  options: { readonly formatWeight?: number } = {},
+  options: { readonly formatWeight?: number; readonly formatCredit?: RewardFormatCredit } = {},
 ): RewardParts {
   const parts: Record<string, number> = {};
   const errors: Record<string, string> = {};
@@ -134,8 +143,8 @@ export function scoreAnswer(
     cover_em: () => (prediction === null ? 0 : coverExactMatch(prediction, golds)),
     format: () => formatScore(format),
     // Runs after f1 and format (insertion order), from their guarded values.
-    f1_format: () => withFormat(parts.f1 ?? 0, parts.format ?? 0, options.formatWeight),
-    em_format: () => withFormat(parts.em ?? 0, parts.format ?? 0, options.formatWeight),
+    f1_format: () => withFormat(parts.f1 ?? 0, parts.format ?? 0, options.formatWeight, options.formatCredit),
+    em_format: () => withFormat(parts.em ?? 0, parts.format ?? 0, options.formatWeight, options.formatCredit),
   };
   for (const [name, metric] of Object.entries(metrics)) {
     try {

@@ -295,6 +295,10 @@ terminates them; an evaluation then keeps the questions it had scored).
   --temperature T        RL rollouts' sampling temperature, the probe's too (default ${demoRolloutTemperature}; > 0)
   --reward METRIC        RL reward: f1_format (0.9·F1 + 0.1·format, default), em_format (0.9·EM +
                          0.1·format: no credit for a sentence that contains the gold), f1, em, cover_em
+  --format-credit C      who earns the format term: when-scored (default: only an answer whose F1 or EM is
+                         above 0; a group with no right answer has no advantage) or always (every trajectory:
+                         on questions the policy rarely gets right, RL learned to answer anything one step
+                         early, held-out EM −15.6, docs/BENCHMARKS.md "Session 39")
   --no-curriculum        one group per training question, each question once, in order (RL ends
                          early when they run out: steps × batch / group questions are needed). The
                          default, the learner's curriculum, keeps drawing groups of an active set and
@@ -315,7 +319,8 @@ terminates them; an evaluation then keeps the questions it had scored).
   --rl-from RUN          an RL ablation: reuse run RUN's questions, split, base and warm-start evaluations
                          and warm-started policy (no stage before RL runs again), with RUN's RL settings
                          changed by the RL flags given here (--steps --batch --group --lr --rl-trainable
-                         --temperature --reward --no-curriculum --band… --train-hops --train-warm-start);
+                         --temperature --reward --format-credit --no-curriculum --band… --train-hops
+                         --train-warm-start);
                          the RL gain pairs with RUN's warm start on the same held-out questions. Any other
                          flag: exit 2
   --rl-continue RUN      more RL steps after run RUN's (an --rl-from run, or a whole one): RL starts from RUN's

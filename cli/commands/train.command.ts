@@ -8,6 +8,7 @@ import { parseRlHyperparameters } from '../../gpu/train/train-step.schema.js';
 import { parseLearnerInput } from '../../workflows/contracts/learner.input.js';
 import { taskQueueName } from '../../workflows/contracts/queues.js';
 import { parseTrajectoryInput } from '../../workflows/contracts/trajectory.input.js';
+import { formatRewardMetrics } from '../../workflows/contracts/trajectory.contract.js';
 import { rlRolloutTemperature } from '../../workflows/trajectory-child.js';
 import {
   batchSelections,
@@ -46,6 +47,7 @@ const learnerFlags = {
   'options.maxObservationChars': 'max-observation-chars',
   rewardMetric: 'reward',
   rewardFormatWeight: 'format-weight',
+  rewardFormatCredit: 'format-credit',
   curriculum: 'curriculum',
   'curriculum.activeSize': 'curriculum',
   'curriculum.lower': 'curriculum-lower',
@@ -131,7 +133,7 @@ export const trainCommand: Command = {
   summary: 'run the RL learner (async by default) on a question set, with live progress',
   usage: `longhaul train --dataset FILE [--run-id ID] [--mode async|sync] [--steps N] [--batch N] [--group N] [--eta N]
                [--max-inflight N] [--max-turns N] [--max-new-tokens N] [--max-observation-chars N] [--temperature T] [--lr X]
-               [--keep-equal-groups] [--selection S] [--reward METRIC] [--format-weight W] [--curriculum N] [--curriculum-lower X] [--curriculum-upper X]
+               [--keep-equal-groups] [--selection S] [--reward METRIC] [--format-weight W] [--format-credit C] [--curriculum N] [--curriculum-lower X] [--curriculum-upper X]
                [--mastered-after N] [--too-hard-after N] [--pass-reward X]
                [--start-version N] [--hyperparameters JSON] [--json]
 
@@ -157,6 +159,10 @@ Web UI (search attribute LonghaulRunId) or with \`longhaul temporal workflow que
                       even when no answer is right), or em_format = (1 − W)·EM + W·format (credit for the
                       answer alone: F1 also pays a sentence that contains the gold, and RL on it learns to
                       answer in sentences, docs/BENCHMARKS.md "Session 26")   --format-weight W   W in [0, 1] (default 0.1)
+  --format-credit C   who earns the format term: when-scored (default: only an answer whose F1 or EM is above 0,
+                      so wrong, missing and run-out trajectories all earn 0 and a group with no right answer
+                      has no advantage) or always (every trajectory: on questions the policy rarely gets
+                      right it learned to answer anything one step early, docs/BENCHMARKS.md "Session 39")
   --start-version N   policy version to train (default: the latest; an older one is registered again
                       as latest + 1, since every step publishes base + 1)
   --hyperparameters J train-step hyperparameters as JSON over the defaults, with the engine's names
@@ -195,6 +201,7 @@ flag and the field).`,
       selection: { type: 'string' },
       reward: { type: 'string' },
       'format-weight': { type: 'string' },
+      'format-credit': { type: 'string' },
       curriculum: { type: 'string' },
       'curriculum-lower': { type: 'string' },
       'curriculum-upper': { type: 'string' },
@@ -224,6 +231,9 @@ flag and the field).`,
     const hyperparameters = jsonObjectFlag(values.hyperparameters, 'hyperparameters');
     const curriculum = curriculumInput(values);
     const formatWeight = numberFlag(values['format-weight'], 'format-weight');
+    for (const flag of ['format-weight', 'format-credit'] as const)
+      if (values[flag] !== undefined && !(formatRewardMetrics as readonly string[]).includes(values.reward ?? 'f1'))
+        throw new UsageError(`--${flag} applies to a reward with a format term: give --reward f1_format or em_format`);
     const learnerInput = {
       runId,
       datasetKey,
@@ -250,6 +260,7 @@ flag and the field).`,
         },
         ...(values.reward !== undefined ? { rewardMetric: values.reward } : {}),
         ...(formatWeight !== undefined ? { rewardFormatWeight: formatWeight } : {}),
+        ...(values['format-credit'] !== undefined ? { rewardFormatCredit: values['format-credit'] } : {}),
       },
       ...(curriculum ? { curriculum } : {}),
       hyperparameters: {

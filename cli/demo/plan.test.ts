@@ -50,6 +50,10 @@ test('the default plan and --full: sizes, sampling RL rollouts, one RL object', 
   assert.deepEqual(demoPlan({ 'rl-trainable': 'full' }).rl.hyperparameters.trainable, warmStartTrainable);
   assert.deepEqual(demoPlan({ 'rl-trainable': 'full' }).warmStart.hyperparameters.trainable, demoTrainable, 'each stage its own');
   assert.equal(demoPlan({ reward: 'em' }).rl.trajectory.rewardMetric, 'em');
+  assert.equal(plan.rl.trajectory.rewardFormatCredit, 'when-scored', 'the format term only for an answer that scores');
+  assert.equal(demoPlan({ 'format-credit': 'always' }).rl.trajectory.rewardFormatCredit, 'always');
+  assert.equal(demoPlan({ reward: 'em_format', 'format-credit': 'always' }).rl.trajectory.rewardFormatCredit, 'always');
+  assert.equal(demoPlan({ reward: 'em' }).rl.trajectory.rewardFormatCredit, undefined, 'no format term, no format credit');
   assert.equal(plan.evaluation.trajectory.options?.temperature, 0);
   assert.equal(plan.evaluation.concurrency, 8);
   assert.equal(demoPlan({ 'eval-concurrency': '16' }).evaluation.concurrency, 16);
@@ -114,6 +118,8 @@ test('bad flags are refused naming the flag', () => {
   );
   refused({ 'eval-concurrency': '0' }, /^--eval-concurrency expects an integer between 1 and 256/);
   refused({ reward: 'judge' }, /^--reward expects one of f1_format, em_format, f1, em, cover_em/);
+  refused({ 'format-credit': 'sometimes' }, /^--format-credit expects one of when-scored, always/);
+  refused({ reward: 'em', 'format-credit': 'always' }, /^--format-credit applies to a reward with a format term .*not --reward em/);
   refused({ 'from-version': '-1' }, /from-version/);
   refused({ 'band-k': '8' }, /^--band-k sets the band probe's samples/);
   refused({ 'band-probe': true, 'no-band': true }, /^--band-probe contradicts --no-band/);

@@ -5,7 +5,13 @@
  * candidates, the learnable band, the warm start, RL and the evaluations. A run's plan is stored in
  * its manifest, so that `--resume` continues with exactly the plan it began with.
  */
-import type { TrajectorySettings } from '../../workflows/contracts/trajectory.contract.js';
+import {
+  formatRewardMetrics,
+  rewardFormatCredits,
+  type RewardFormatCredit,
+  type RewardMetric,
+  type TrajectorySettings,
+} from '../../workflows/contracts/trajectory.contract.js';
 import { integerFlag, rateFlag } from '../arguments.js';
 import { UsageError } from '../command.js';
 import { startVersionRequest } from '../start-version.js';
@@ -150,6 +156,7 @@ export const demoFlagOptions = {
   temperature: { type: 'string' },
   'fresh-synthesis': { type: 'boolean' },
   reward: { type: 'string' },
+  'format-credit': { type: 'string' },
   'no-curriculum': { type: 'boolean' },
   steps: { type: 'string' },
   batch: { type: 'string' },
@@ -365,6 +372,13 @@ export function demoPlan(values: DemoFlagValues): DemoPlan {
   const reward = text(values.reward) ?? 'f1_format';
   if (!(rlRewardMetrics as readonly string[]).includes(reward))
     throw new UsageError(`--reward expects one of ${rlRewardMetrics.join(', ')} (the RL reward), got "${reward}"`);
+  const formatCredit = text(values['format-credit']) ?? 'when-scored';
+  if (!(rewardFormatCredits as readonly string[]).includes(formatCredit))
+    throw new UsageError(
+      `--format-credit expects one of ${rewardFormatCredits.join(', ')} (who earns the format term), got "${formatCredit}"`,
+    );
+  if (values['format-credit'] !== undefined && !formatRewardMetrics.includes(reward as RewardMetric))
+    throw new UsageError(`--format-credit applies to a reward with a format term (f1_format, em_format), not --reward ${reward}`);
 
   const limits = { maxTurns, maxNewTokensPerTurn: maxNewTokens, maxRepeats: 2 };
   const options = { maxObservationChars: 600 };
@@ -406,11 +420,13 @@ export function demoPlan(values: DemoFlagValues): DemoPlan {
         interruptOnPublish: false,
       },
       // Rollouts sample (at demoRolloutTemperature unless --temperature) so that a group's samples differ.
-      // Graded credit (0.9·F1 + 0.1·format by default) so that partly right answers differ from wrong ones.
+      // Graded credit (0.9·F1 + 0.1·format by default) so that partly right answers differ from wrong ones; the format
+      // term only for an answer that scores (--format-credit), so a group with no right answer teaches nothing.
       trajectory: {
         limits,
         options: { ...options, temperature },
         rewardMetric: reward as (typeof rlRewardMetrics)[number],
+        ...(formatRewardMetrics.includes(reward as RewardMetric) ? { rewardFormatCredit: formatCredit as RewardFormatCredit } : {}),
       },
       hyperparameters: { learningRate, microBatchSize: 2, trainable: rlTrainable === 'full' ? warmStartTrainable : demoTrainable },
       // The band online: a question leaves as mastered after 2 groups in a row with pass rate ≥ HIGH, as too hard
@@ -444,6 +460,7 @@ export const rlFromFlags = [
   'rl-trainable',
   'temperature',
   'reward',
+  'format-credit',
   'no-curriculum',
   'band',
   'band-probe',
@@ -504,6 +521,15 @@ export function rlFromPlan(source: DemoPlan, sourceRunId: string, values: DemoFl
         `--no-curriculum: ${sourceRunId} has ${source.split.candidates} training candidates${trainWarmStart ? ` and ${source.split.warmStart} warm-start questions` : ''} and ${String(settings.maxSteps)} steps × ${String(settings.batchSize)} trajectories in groups of ${String(settings.groupSize)} draw ${needed} questions, each once; lower --steps or keep the curriculum`,
       );
   }
+  // The format credit follows the reward: a new --reward takes this run's (--format-credit or its default), and a run
+  // recorded before the setting existed keeps none (its trajectories take the contract's default, when-scored).
+  const { rewardFormatCredit: sourceCredit, ...sourceTrajectory } = source.rl.trajectory;
+  const reward = given('reward') ? fresh.rl.trajectory.rewardMetric : source.rl.trajectory.rewardMetric;
+  if (given('format-credit') && !formatRewardMetrics.includes(reward ?? 'f1'))
+    throw new UsageError(
+      `--format-credit applies to a reward with a format term (f1_format, em_format); the RL reward reused from ${sourceRunId} is ${reward ?? 'f1'}: give --reward too`,
+    );
+  const formatCredit = given('reward') || given('format-credit') ? fresh.rl.trajectory.rewardFormatCredit : sourceCredit;
   const bandGiven = given('band') || given('band-probe') || given('band-k') || given('no-band');
   const band = bandGiven ? fresh.band : source.band;
   const curriculum = given('no-curriculum')
@@ -517,12 +543,13 @@ export function rlFromPlan(source: DemoPlan, sourceRunId: string, values: DemoFl
     rl: {
       settings,
       trajectory: {
-        ...source.rl.trajectory,
+        ...sourceTrajectory,
         options: {
           ...(source.rl.trajectory.options ?? {}),
           temperature: given('temperature') ? rolloutTemperature(fresh) : sourceTemperature,
         },
         ...(given('reward') ? { rewardMetric: fresh.rl.trajectory.rewardMetric } : {}),
+        ...(formatCredit ? { rewardFormatCredit: formatCredit } : {}),
       },
       hyperparameters,
       curriculum,

@@ -67,6 +67,26 @@ test('--rl-from refuses what it cannot do before anything starts, naming the fla
     usage(/--no-curriculum: src has 48 training candidates/),
   );
   assert.throws(() => rlFromPlan(source, 'src', { temperature: '0' }), usage(/--temperature 0 is greedy/));
+  assert.throws(
+    () => rlFromPlan(demoPlan({ full: true, reward: 'em' }), 'src', { 'format-credit': 'always' }),
+    usage(/--format-credit applies to a reward with a format term .*reused from src is em: give --reward too/),
+  );
+});
+
+test('--rl-from: the format credit follows the reward; a source recorded before the setting keeps none', () => {
+  const source = demoPlan({ full: true });
+  assert.equal(rlFromPlan(source, 'src', {}).rl.trajectory.rewardFormatCredit, 'when-scored');
+  assert.equal(rlFromPlan(source, 'src', { 'format-credit': 'always' }).rl.trajectory.rewardFormatCredit, 'always');
+  const always = demoPlan({ full: true, 'format-credit': 'always' });
+  assert.equal(rlFromPlan(always, 'src', {}).rl.trajectory.rewardFormatCredit, 'always', "the source's credit kept");
+  const em = rlFromPlan(always, 'src', { reward: 'em' }).rl.trajectory;
+  assert.equal(em.rewardMetric, 'em');
+  assert.equal(em.rewardFormatCredit, undefined, 'a reward without a format term drops the credit');
+  assert.equal(rlFromPlan(always, 'src', { reward: 'em_format' }).rl.trajectory.rewardFormatCredit, 'when-scored');
+  const { rewardFormatCredit: _credit, ...older } = source.rl.trajectory;
+  const recordedBefore = { ...source, rl: { ...source.rl, trajectory: older } };
+  assert.equal(rlFromPlan(recordedBefore, 'src', {}).rl.trajectory.rewardFormatCredit, undefined);
+  assert.equal(rlContinuePlan(always, 'prev', { steps: '2' }).rl.trajectory.rewardFormatCredit, 'always');
 });
 
 test('--train-hops: hop counts the run synthesizes, any with --dataset', () => {

@@ -5,6 +5,7 @@ import type {
   FrozenObservations,
   ParsedAction,
   Protocol,
+  RewardFormatCredit,
   RewardMetric,
   StopReason,
 } from './trajectory.contract.js';
@@ -87,6 +88,8 @@ export interface FinishTrajectoryInput {
   readonly rewardMetric: RewardMetric;
   /** The format term's weight when rewardMetric is "f1_format" or "em_format" (only sent then, so other histories are unchanged). @default 0.1 */
   readonly rewardFormatWeight?: number;
+  /** Which trajectories earn the format term (only sent with a format metric and when not the default "when-scored"). @default "when-scored" */
+  readonly rewardFormatCredit?: RewardFormatCredit;
   /** A fork's parent and branch turn, kept in the record. */
   readonly forkOf?: ForkLineage;
 }

@@ -26,6 +26,14 @@ export const rewardMetrics = ['em', 'f1', 'cover_em', 'judge', 'f1_format', 'em_
 export type RewardMetric = (typeof rewardMetrics)[number];
 /** The reward metrics with a format term, whose weight is `rewardFormatWeight`. */
 export const formatRewardMetrics: readonly RewardMetric[] = ['f1_format', 'em_format'];
+/**
+ * Which trajectories earn the format term of `f1_format` and `em_format`: `when-scored`, only one whose answer scores
+ * above 0 (F1 or EM), so a wrong answer, no answer and a run out of turns all earn 0 and a group with no right answer
+ * has no advantage (docs/BENCHMARKS.md, session 39: with `always`, such groups taught the policy to answer anything one
+ * step early); `always`, every trajectory (the rule of sessions up to 39).
+ */
+export const rewardFormatCredits = ['when-scored', 'always'] as const;
+export type RewardFormatCredit = (typeof rewardFormatCredits)[number];
 
 export interface TrajectoryLimits {
   /** Maximum tool-call turns. @default 200 */
@@ -85,6 +93,8 @@ export interface TrajectoryInput {
   readonly rewardMetric?: RewardMetric;
   /** Weight w of the format term of rewardMetric "f1_format" or "em_format", in [0, 1]: (1 − w)·F1 (or EM) + w·format. @default 0.1 */
   readonly rewardFormatWeight?: number;
+  /** Which trajectories earn the format term of "f1_format" or "em_format" (see `rewardFormatCredits`). @default "when-scored" */
+  readonly rewardFormatCredit?: RewardFormatCredit;
   /**
    * Teacher forcing (a gold solution path for the warm start): turn i's output is forcedTurns[i],
    * scored by the policy instead of sampled; turns after the list are generated as usual.
@@ -130,6 +140,7 @@ export interface TrajectorySettings {
   readonly options?: Partial<TrajectoryOptions>;
   readonly rewardMetric?: TrajectoryInput['rewardMetric'];
   readonly rewardFormatWeight?: TrajectoryInput['rewardFormatWeight'];
+  readonly rewardFormatCredit?: TrajectoryInput['rewardFormatCredit'];
   readonly frozenObservations?: FrozenObservations;
 }
 

@@ -3,9 +3,11 @@ import {
   contextModes,
   invalidPolicies,
   protocols,
+  rewardFormatCredits,
   rewardMetrics,
   type FrozenObservations,
   type ForkLineage,
+  type RewardFormatCredit,
   type RewardMetric,
   type TrajectoryLimits,
   type TrajectoryOptions,
@@ -37,6 +39,8 @@ export interface NormalizedTrajectoryInput {
   readonly rewardMetric: RewardMetric;
   /** The format term's weight in "f1_format" and "em_format". */
   readonly rewardFormatWeight: number;
+  /** Which trajectories earn the format term. */
+  readonly rewardFormatCredit: RewardFormatCredit;
   readonly forcedTurns: readonly string[];
   readonly scoreForcedTurns: boolean;
   readonly frozenObservations?: FrozenObservations;
@@ -122,6 +126,7 @@ export function parseTrajectoryInput(raw: unknown): NormalizedTrajectoryInput {
     'options',
     'rewardMetric',
     'rewardFormatWeight',
+    'rewardFormatCredit',
     'forcedTurns',
     'scoreForcedTurns',
     'frozenObservations',
@@ -140,6 +145,7 @@ export function parseTrajectoryInput(raw: unknown): NormalizedTrajectoryInput {
     options: nestedField(input, 'options', parseOptions),
     rewardMetric: enumField(input, 'rewardMetric', rewardMetrics, 'f1'),
     rewardFormatWeight: numberField(input, 'rewardFormatWeight', { min: 0, max: 1, default: 0.1 }),
+    rewardFormatCredit: enumField(input, 'rewardFormatCredit', rewardFormatCredits, 'when-scored'),
     forcedTurns: forcedTurnsField(input),
     scoreForcedTurns: booleanField(input, 'scoreForcedTurns', true),
     ...(input.frozenObservations === undefined
