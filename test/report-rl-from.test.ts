@@ -117,6 +117,16 @@ test(
         { source: 'warm-start', hops: 2, goldTurns: null, groups: 1, samples: 2, right: 1, mixed: 1, equalReward: 0 },
         { source: 'candidate', hops: 1, goldTurns: null, groups: 1, samples: 2, right: 0, mixed: 0, equalReward: 1 },
       ]);
+      // Where the advantage went: the right answer of q0 up, its wrong one down, the equal group nothing.
+      const advantage = model.rlAdvantage ?? [];
+      assert.deepEqual(
+        advantage.map((entry) => [entry.outcome, entry.samples, entry.meanReward]),
+        [
+          ['right', 1, 1],
+          ['wrong answer', 3, 0],
+        ],
+      );
+      assert.ok(Math.abs(advantage[0]!.advantage - 1) < 1e-5 && Math.abs(advantage[1]!.advantage + 1) < 1e-5, JSON.stringify(advantage));
     } finally {
       await context.close();
       fs.rmSync(home, { recursive: true, force: true });

@@ -1,5 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { groupAdvantages } from './advantage.js';
 import { coverExactMatch, exactMatch, formatScore, normalizeAnswer, scoreAnswer, tokenF1, withFormat } from './metrics.js';
 import { parseTrajectoryInput } from '../../workflows/contracts/trajectory.input.js';
 import { LonghaulError } from '../../workflows/contracts/errors.js';
@@ -122,13 +123,6 @@ test('f1_format of an absent or invalid answer is 0 by default, above 0 with "al
     }
   }
 });
-
-/** GRPO's group-normalised advantage, as the engine computes it: (r − mean) / (population std + 1e-6). */
-function groupAdvantages(rewards: readonly number[]): number[] {
-  const mean = rewards.reduce((sum, reward) => sum + reward, 0) / rewards.length;
-  const std = Math.sqrt(rewards.reduce((sum, reward) => sum + (reward - mean) ** 2, 0) / rewards.length);
-  return rewards.map((reward) => (reward - mean) / (std + 1e-6));
-}
 
 test('a group with no right answer gives no advantage toward answering early: wrong, missing and run-out trajectories all earn 0', () => {
   // The shapes of session 39's groups on fresh questions: a wrong answer given one step early (a document id, the

@@ -36,7 +36,7 @@ import { followWarmStart } from './warm-start.command.js';
 import { resolveDataset } from './eval.command.js';
 import { describePending, pendingActivity } from '../activity-progress.js';
 import { writeReport } from '../report/write-report.js';
-import { signalSummary } from '../report/rl-signal.js';
+import { advantageSummary, signalSummary } from '../report/rl-signal.js';
 import { retentionPlan } from './model.command.js';
 import { refuseConcurrentTraining } from '../training-guard.js';
 import {
@@ -805,6 +805,8 @@ warm start, a --band outside [0, 1], an empty held-out set (--heldout 0, or a --
       );
       const signal = signalSummary(html.model.rlSignal ?? []);
       if (signal) console.log(signal);
+      const advantage = advantageSummary(html.model.rlAdvantage ?? []);
+      if (advantage) console.log(advantage);
       console.log(stageTable(stageSeconds));
       console.log(`report: ${reportPath}`);
       console.log(`HTML report: ${html.path}`);

@@ -16,7 +16,7 @@ import type { BlobStore } from '../../activities/ports/blob-store.port.js';
 import type { BenchmarkResultStore } from '../../activities/ports/benchmark-result-store.port.js';
 import { readTransferResult, transferBenchmarkName, type TransferResult } from '../../bench/transfer-benchmark.js';
 import { evaluationRunId } from '../../workflows/contracts/evaluation.contract.js';
-import { questionOrigins, rlSignal, type QuestionOrigin } from './rl-signal.js';
+import { advantageByOutcome, questionOrigins, rlSignal, type QuestionOrigin } from './rl-signal.js';
 import type { ReportSource, ReportTrajectoryRow } from '../../infra/postgres/report-source.pg.js';
 import {
   learnerStateQuery,
@@ -460,6 +460,9 @@ const signalSample = (row: ReportTrajectoryRow) => ({
   questionId: row.questionId,
   reward: row.reward,
   em: row.rewardParts.em ?? 0,
+  f1: row.rewardParts.f1 ?? 0,
+  answered: row.answer !== null,
+  stopReason: row.stopReason,
 });
 
 /**
@@ -574,6 +577,7 @@ export async function gatherReport(sources: ReportSources, options: GatherOption
   const signal = training.length
     ? rlSignal(training.map(signalSample), await trainingOrigins(sources.blobs, demo?.split?.keys, datasetText, notes))
     : [];
+  const advantage = advantageByOutcome(training.map(signalSample));
 
   const toolTally = new Map<string, number>();
   for (const { view } of views)
@@ -665,6 +669,7 @@ export async function gatherReport(sources: ReportSources, options: GatherOption
     transfer,
     notes,
     ...(signal.length ? { rlSignal: signal } : {}),
+    ...(advantage.length ? { rlAdvantage: advantage } : {}),
     ...demoStages(sources.home, runId),
   };
   return { model, views };

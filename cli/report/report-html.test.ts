@@ -455,3 +455,32 @@ test('a run with training groups shows where the RL signal came from, in the pag
   assert.match(formatReportSummary(model), /RL signal: 3 of 6 groups mixed/);
   assert.doesNotMatch(renderReport(emptyModel(), runtime), /Where the RL signal came from/);
 });
+
+test('a run with training groups shows where the advantage went, and warns when wrong answers gained', () => {
+  const model = emptyModel({
+    rlAdvantage: [
+      { outcome: 'right', samples: 9, meanReward: 0.95, advantage: 14.2 },
+      { outcome: 'wrong answer', samples: 136, meanReward: 0.1, advantage: 17.74 },
+      { outcome: 'no answer: repeated a call', samples: 30, meanReward: 0.05, advantage: -38.45 },
+    ],
+  });
+  const html = renderReport(model, runtime);
+  assert.match(html, /<h2>Where the advantage went<\/h2>/);
+  assert.match(html, /<td>wrong answer<\/td><td>136<\/td><td>0\.100<\/td><td><span class="gain">17\.74<\/span><\/td><td>0\.13<\/td>/);
+  assert.match(html, /<span class="loss">-38\.45<\/span>/);
+  const summary = formatReportSummary(model);
+  assert.match(
+    summary,
+    /advantage by outcome: right \+14\.2 \(9\) · wrong answer \+17\.7 \(136\) · no answer: repeated a call −38\.5 \(30\); warning: wrong answer gained advantage/,
+  );
+  const healthy = formatReportSummary(
+    emptyModel({
+      rlAdvantage: [
+        { outcome: 'right', samples: 9, meanReward: 0.95, advantage: 14.2 },
+        { outcome: 'wrong answer', samples: 46, meanReward: 0, advantage: -19.9 },
+      ],
+    }),
+  );
+  assert.doesNotMatch(healthy, /warning/);
+  assert.doesNotMatch(renderReport(emptyModel(), runtime), /Where the advantage went/);
+});

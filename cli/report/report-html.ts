@@ -8,7 +8,7 @@
 import type { ChartRuntime, CountPoint, ReportModel } from './report-model.js';
 import { goldMeasures, type VersionBehaviour } from '../../activities/analysis/behaviour.js';
 import { transferBudgetText, transferStageOf } from '../../bench/transfer-benchmark.js';
-import { signalSummary } from './rl-signal.js';
+import { advantageSummary, signalSummary } from './rl-signal.js';
 
 export interface Chart {
   readonly id: string;
@@ -480,6 +480,7 @@ const style = `
 body { font: 14px/1.45 system-ui, sans-serif; margin: 24px; color: #1d2330; background: #ffffff; }
 h1 { font-size: 22px; margin: 0 0 4px; } h2 { font-size: 17px; margin: 28px 0 8px; }
 .muted, .empty { color: #667085; }
+.gain { color: #067647; } .loss { color: #b42318; }
 .cards { display: flex; flex-wrap: wrap; gap: 10px; margin: 14px 0; }
 .card { border: 1px solid #d0d5dd; border-radius: 6px; padding: 8px 12px; min-width: 120px; }
 .card b { display: block; font-size: 18px; }
@@ -662,6 +663,19 @@ export function renderReport(model: ReportModel, runtime: ChartRuntime): string 
         ]),
       )
     : '';
+  const advantageRows = model.rlAdvantage ?? [];
+  const advantage = advantageRows.length
+    ? table(
+        ['outcome', 'samples', 'mean reward', 'sum of advantages', 'mean advantage'],
+        advantageRows.map((row) => [
+          escapeHtml(row.outcome),
+          String(row.samples),
+          fixed(row.meanReward),
+          `<span class="${row.advantage > 1e-3 ? 'gain' : row.advantage < -1e-3 ? 'loss' : 'muted'}">${row.advantage.toFixed(2)}</span>`,
+          (row.advantage / row.samples).toFixed(2),
+        ]),
+      )
+    : '';
   const dataset = model.dataset
     ? table(
         ['key', 'questions', 'mean question length', 'answers per question', 'with a gold path', 'other fields'],
@@ -724,6 +738,7 @@ ${charts
 ${charts.length === 0 ? '<p class="empty">no data to chart for this run</p>' : ''}
 ${demoStages ? `<h2>Demo stages: held-out accuracy and behaviour per version</h2>\n<p class="muted">Each stage evaluated the synthesized held-out set with the evaluation workflow; the gain is paired per question (longhaul demo).</p>\n${demoStages}` : ''}
 ${signal ? `<h2>Where the RL signal came from</h2>\n<p class="muted">${escapeHtml(signalSummary(signalRows) ?? '')}. A group is the samples drawn for one question; equal rewards give it zero advantage, so it teaches nothing, and right answers beside wrong ones are the contrast RL learns from (cli/report/rl-signal.ts).</p>\n${signal}` : ''}
+${advantage ? `<h2>Where the advantage went</h2>\n<p class="muted">${escapeHtml(advantageSummary(advantageRows) ?? '')}. Each training sample's group-normalised advantage, (reward − group mean) / (group std + 1e-6) as the engine computes it, summed by what the sample ended as: the update raises the likelihood of outcomes with a positive sum and lowers the others. Wrong or missing answers with a positive sum mean the reward pays for something other than the answer.</p>\n${advantage}` : ''}
 ${transferSection(model)}
 <h2>Benchmarks (evaluation results)</h2>
 ${benchmarks}

@@ -5,7 +5,7 @@
 import type { VersionBehaviour } from '../../activities/analysis/behaviour.js';
 import type { EvaluationSummary } from '../../activities/ports/evaluation-result.schema.js';
 import type { TransferResult } from '../../bench/transfer-benchmark.js';
-import type { SignalRow } from './rl-signal.js';
+import type { AdvantageRow, SignalRow } from './rl-signal.js';
 
 export interface StepPoint {
   readonly step: number;
@@ -126,6 +126,8 @@ export interface ReportModel {
   readonly transfer?: TransferResult | null;
   /** Training groups by where their question came from: how many mixed right and wrong answers, how many had equal rewards. */
   readonly rlSignal?: readonly SignalRow[];
+  /** Training samples by outcome (right, partly right, wrong, no answer and why): the sum of their group-normalised advantages. */
+  readonly rlAdvantage?: readonly AdvantageRow[];
   /** What could not be gathered and why (shown in the report and the summary). */
   readonly notes: readonly string[];
   /** The demo's stages from its JSON report, when the run is a demo (`longhaul demo`); paired gains beside them. */

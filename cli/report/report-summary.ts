@@ -2,7 +2,7 @@
 import type { IntervalPoint, ReportModel } from './report-model.js';
 import { goldMeasures, type VersionBehaviour } from '../../activities/analysis/behaviour.js';
 import { transferStageOf } from '../../bench/transfer-benchmark.js';
-import { signalSummary } from './rl-signal.js';
+import { advantageSummary, signalSummary } from './rl-signal.js';
 
 const wholePercent = (value: number) => `${(value * 100).toFixed(0)} %`;
 
@@ -63,6 +63,8 @@ export function formatReportSummary(model: ReportModel): string {
   }
   const signal = signalSummary(model.rlSignal ?? []);
   if (signal) lines.push(signal);
+  const advantage = advantageSummary(model.rlAdvantage ?? []);
+  if (advantage) lines.push(advantage);
   if (model.benchmarks.length) lines.push(`evaluation results: ${model.benchmarks.length} (table in the report)`);
   if (model.dataset)
     lines.push(`training set ${model.dataset.key}: ${model.dataset.questions} questions, ${model.dataset.withGoldTurns} with a gold path`);

@@ -1,6 +1,16 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { questionOrigins, rlSignal, signalGroupId, signalSummary, type QuestionOrigin } from './rl-signal.js';
+import {
+  advantageByOutcome,
+  advantageSummary,
+  outcomeOf,
+  questionOrigins,
+  rlSignal,
+  signalGroupId,
+  signalSummary,
+  type QuestionOrigin,
+} from './rl-signal.js';
+import { groupAdvantages } from '../../activities/reward/advantage.js';
 import { curriculumBaseQuestionId, curriculumGroupQuestionId } from '../../workflows/learner-curriculum.js';
 
 const sample = (trajectoryId: string, questionId: string, reward: number, em: number) => ({ trajectoryId, questionId, reward, em });
@@ -82,4 +92,53 @@ test('question origins read a JSONL set: hop count and gold path length where a 
       ['b', { source: 'candidate', hops: null, goldTurns: null }],
     ],
   );
+});
+
+test('where the advantage went: each sample classed by its outcome, its group-normalised advantage summed per class', () => {
+  const outcome = (em: number, f1: number, answered: boolean, stopReason: string, reward: number, trajectoryId = 'r-q0-s0') => ({
+    trajectoryId,
+    questionId: 'q',
+    reward,
+    em,
+    f1,
+    answered,
+    stopReason,
+  });
+  assert.equal(outcomeOf(outcome(1, 1, true, 'answered', 1)), 'right');
+  assert.equal(outcomeOf(outcome(0, 0.5, true, 'answered', 0.5)), 'partly right');
+  assert.equal(outcomeOf(outcome(0, 0, true, 'answered', 0)), 'wrong answer');
+  assert.equal(outcomeOf(outcome(0, 0, false, 'repeated', 0)), 'no answer: repeated a call');
+  assert.equal(outcomeOf(outcome(0, 0, false, 'max_turns', 0)), 'no answer: out of turns');
+  assert.equal(outcomeOf(outcome(0, 0, false, 'invalid', 0)), 'no answer: other');
+  // Session 39's shape under the old format credit: a wrong answer (0.1) beside repeats (0.05) gains advantage.
+  const oldRule = [
+    outcome(0, 0, true, 'answered', 0.1, 'r-q0-s0'),
+    outcome(0, 0, true, 'answered', 0.1, 'r-q0-s1'),
+    outcome(0, 0, false, 'repeated', 0.05, 'r-q0-s2'),
+    outcome(0, 0, false, 'max_turns', 0.05, 'r-q0-s3'),
+    // A second group, all equal: no advantage anywhere.
+    outcome(0, 0, true, 'answered', 0.1, 'r-q1-s0'),
+    outcome(0, 0, true, 'answered', 0.1, 'r-q1-s1'),
+  ];
+  const rows = advantageByOutcome(oldRule);
+  const expected = groupAdvantages([0.1, 0.1, 0.05, 0.05]);
+  assert.deepEqual(
+    rows.map((row) => row.outcome),
+    ['wrong answer', 'no answer: repeated a call', 'no answer: out of turns'],
+  );
+  assert.equal(rows[0]!.samples, 4);
+  assert.ok(Math.abs(rows[0]!.advantage - (expected[0]! + expected[1]!)) < 1e-6 && rows[0]!.advantage > 1.9, `${rows[0]!.advantage}`);
+  assert.ok(Math.abs(rows[1]!.advantage - expected[2]!) < 1e-6 && rows[1]!.advantage < -0.9);
+  assert.ok(Math.abs(rows[0]!.meanReward - 0.1) < 1e-12);
+  assert.match(
+    advantageSummary(rows) ?? '',
+    /^advantage by outcome: wrong answer \+2\.0 \(4\) · .*; warning: wrong answer gained advantage/,
+  );
+  // The same outcomes under "when-scored": every reward 0, so nothing gains and there is no warning.
+  const gated = advantageByOutcome(oldRule.map((sample) => ({ ...sample, reward: 0 })));
+  assert.ok(gated.every((row) => Math.abs(row.advantage) < 1e-9));
+  assert.doesNotMatch(advantageSummary(gated) ?? '', /warning/);
+  assert.equal(advantageSummary([]), null);
+  assert.deepEqual(groupAdvantages([]), []);
+  assert.deepEqual(groupAdvantages([0.3, 0.3]), [0, 0]);
 });

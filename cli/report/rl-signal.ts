@@ -4,6 +4,7 @@
  * wrong answers (EM) is the contrast RL learns from. This counts both per question set the group's question came from
  * (a demo's warm-start questions or its training candidates, `--train-warm-start`) and per hop count. Pure.
  */
+import { groupAdvantages } from '../../activities/reward/advantage.js';
 import { curriculumBaseQuestionId } from '../../workflows/learner-curriculum.js';
 
 /** One training sample as the report reads it. */
@@ -13,6 +14,12 @@ export interface SignalSample {
   readonly reward: number;
   /** Exact match of the answer, 0 or 1. */
   readonly em: number;
+  /** Token F1 of the answer (0 when it has none). */
+  readonly f1?: number;
+  /** Whether the trajectory gave an answer. */
+  readonly answered?: boolean;
+  /** Why it stopped: answered, repeated, max_turns, invalid, … */
+  readonly stopReason?: string;
 }
 
 /** The set a training question came from and its size. */
@@ -136,4 +143,74 @@ export function signalSummary(rows: readonly SignalRow[]): string | null {
   return `RL signal: ${sum((row) => row.mixed)} of ${groups} groups mixed right and wrong answers${bySource}; ${sum(
     (row) => row.equalReward,
   )} had equal rewards (zero advantage)`;
+}
+
+/** What a training sample ended as, for the advantage table: its answer's score, or why it gave none. */
+export const outcomes = [
+  'right',
+  'partly right',
+  'wrong answer',
+  'no answer: repeated a call',
+  'no answer: out of turns',
+  'no answer: other',
+] as const;
+export type Outcome = (typeof outcomes)[number];
+
+export function outcomeOf(sample: SignalSample): Outcome {
+  if (sample.em >= 1) return 'right';
+  const answered = sample.answered ?? sample.stopReason === 'answered';
+  if (answered) return (sample.f1 ?? 0) > 0 ? 'partly right' : 'wrong answer';
+  if (sample.stopReason === 'repeated') return 'no answer: repeated a call';
+  if (sample.stopReason === 'max_turns') return 'no answer: out of turns';
+  return 'no answer: other';
+}
+
+export interface AdvantageRow {
+  readonly outcome: Outcome;
+  readonly samples: number;
+  readonly meanReward: number;
+  /** The sum of the samples' group-normalised advantages (activities/reward/advantage.ts): where the update pushes. */
+  readonly advantage: number;
+}
+
+/**
+ * Where the advantage went: per outcome, the samples, their mean reward and the sum of their group-normalised
+ * advantages, over the groups of `samples` (trajectory ids `<group>-s<j>`). A positive sum for wrong answers means the
+ * reward pays something other than being right (session 39: the format term, docs/BENCHMARKS.md). Outcomes with no
+ * sample are left out; the order is `outcomes`.
+ */
+export function advantageByOutcome(samples: readonly SignalSample[]): AdvantageRow[] {
+  const groups = new Map<string, SignalSample[]>();
+  for (const sample of samples) {
+    const id = signalGroupId(sample.trajectoryId);
+    groups.set(id, [...(groups.get(id) ?? []), sample]);
+  }
+  const totals = new Map<Outcome, { samples: number; reward: number; advantage: number }>();
+  for (const group of groups.values()) {
+    const advantages = groupAdvantages(group.map((sample) => sample.reward));
+    group.forEach((sample, index) => {
+      const outcome = outcomeOf(sample);
+      const total = totals.get(outcome) ?? { samples: 0, reward: 0, advantage: 0 };
+      totals.set(outcome, {
+        samples: total.samples + 1,
+        reward: total.reward + sample.reward,
+        advantage: total.advantage + advantages[index]!,
+      });
+    });
+  }
+  return outcomes.flatMap((outcome) => {
+    const total = totals.get(outcome);
+    return total ? [{ outcome, samples: total.samples, meanReward: total.reward / total.samples, advantage: total.advantage }] : [];
+  });
+}
+
+/** One line: the advantage per outcome, and a warning when wrong or missing answers gained. */
+export function advantageSummary(rows: readonly AdvantageRow[]): string | null {
+  if (!rows.length) return null;
+  const signed = (value: number) => `${value >= 0 ? '+' : '−'}${Math.abs(value).toFixed(1)}`;
+  const line = `advantage by outcome: ${rows.map((row) => `${row.outcome} ${signed(row.advantage)} (${row.samples})`).join(' · ')}`;
+  const gained = rows.filter((row) => row.outcome !== 'right' && row.outcome !== 'partly right' && row.advantage > 1e-3);
+  return gained.length
+    ? `${line}; warning: ${gained.map((row) => row.outcome).join(', ')} gained advantage, so the reward pays something other than the answer`
+    : line;
 }
