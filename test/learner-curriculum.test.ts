@@ -2,7 +2,7 @@
  * The learner's curriculum against the real stack (Temporal, Postgres, S3) with the scripted policy:
  * questions always answered right leave as mastered, those never answered right leave as too hard,
  * unused ones enter in their place, and the counts are exact and survive continue-as-new. The reward
- * is f1_format, so a wrong answer from a clean trajectory still earns its format term. Bad curriculum
+ * is f1_format, whose format term a wrong answer does not earn (format credit "when-scored"). Bad curriculum
  * input fails the workflow naming the field, and `longhaul train` exits 2 naming the flag.
  */
 import { after, test } from 'node:test';
@@ -162,11 +162,11 @@ test(
         const [question, group] = row.question_id.split('/');
         groupsOf.set(question!, (groupsOf.get(question!) ?? 0) + 1);
         const kind = kinds[Number(question!.slice(1))]!;
-        const expected = { right: [1, 1], wrong: [0.1, 0.1], mixed: [1, 0.1] }[kind];
+        const expected = { right: [1, 1], wrong: [0, 0], mixed: [1, 0] }[kind];
         assert.deepEqual(
           row.rewards.map((reward) => Math.round(Number(reward) * 1e9) / 1e9),
           expected,
-          `${question} group ${group} (${kind}): f1_format rewards 0.9·F1 + 0.1·format`,
+          `${question} group ${group} (${kind}): f1_format rewards 0.9·F1 + 0.1·format, 0 without a score`,
         );
       }
       assert.deepEqual(Object.fromEntries(groupsOf), { q0: 2, q1: 2, q2: 5, q3: 2, q4: 2, q5: 2, q6: 2 });
