@@ -43,7 +43,9 @@ distributions, the evaluation results (table evaluation_results), the training s
 a transfer benchmark's side-by-side table and charts (longhaul bench transfer), the expert behaviours across versions (answers verified by a further search, distinct documents,
 uncertainty, conflicting evidence, tool calls per question, and where right answers are lost: gold seen, stated, stated but not answered),
 where the RL signal came from (training groups per question set, a demo's warm-start questions or its candidates, and
-hop count: right answers, groups mixing right and wrong, groups with equal rewards). Each trajectory gets its own page in
+hop count: right answers, groups mixing right and wrong, groups with equal rewards), and where the advantage went (the
+group-normalised advantage of the training samples summed by outcome: right, partly right, wrong, no answer and why;
+a warning when wrong or missing answers gained). Each trajectory gets its own page in
 a folder beside the file (<name>.trajectories/), linked from the table; \`longhaul show <id>\` prints
 the same in a terminal. Prints a summary and the path. Needs the stack (Postgres, S3; Temporal for
 a learner's step statistics, else the demo's JSON report is used).
