@@ -32,6 +32,7 @@ import {
   trajectoryFailedSignal,
   trajectoryFinishedSignal,
   trajectoryStateQuery,
+  defaultRewardFormatCredit,
   formatRewardMetrics,
   type CarriedState,
   type StopReason,
@@ -307,7 +308,7 @@ async function episode(raw: TrajectoryInput): Promise<TrajectoryResult> {
       rewardMetric: input.rewardMetric,
       // Only rewards with a format term send its weight, so the activity input of every other trajectory (and its history) is unchanged.
       ...(formatRewardMetrics.includes(input.rewardMetric) ? { rewardFormatWeight: input.rewardFormatWeight } : {}),
-      ...(formatRewardMetrics.includes(input.rewardMetric) && input.rewardFormatCredit !== 'when-scored'
+      ...(formatRewardMetrics.includes(input.rewardMetric) && input.rewardFormatCredit !== defaultRewardFormatCredit
         ? { rewardFormatCredit: input.rewardFormatCredit }
         : {}),
       // Only forks carry it, so the activity input of every other trajectory (and its history) is unchanged.

@@ -3,7 +3,7 @@
  * punctuation and the articles a/an/the, collapse whitespace). Reward functions never throw:
  * a failure scores 0 and the error is recorded.
  */
-import type { RewardFormatCredit, RewardMetric } from '../../workflows/contracts/trajectory.contract.js';
+import { defaultRewardFormatCredit, type RewardFormatCredit, type RewardMetric } from '../../workflows/contracts/trajectory.contract.js';
 
 export function normalizeAnswer(text: string): string {
   return text
@@ -113,7 +113,7 @@ export function withFormat(
   score: number,
   format: number,
   formatWeight: number = defaultRewardFormatWeight,
-  formatCredit: RewardFormatCredit = 'when-scored',
+  formatCredit: RewardFormatCredit = defaultRewardFormatCredit,
 ): number {
   if (formatCredit === 'when-scored' && !(score > 0)) return 0;
   return (1 - formatWeight) * score + formatWeight * format;

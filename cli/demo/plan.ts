@@ -6,6 +6,7 @@
  * its manifest, so that `--resume` continues with exactly the plan it began with.
  */
 import {
+  defaultRewardFormatCredit,
   formatRewardMetrics,
   rewardFormatCredits,
   type RewardFormatCredit,
@@ -372,7 +373,7 @@ export function demoPlan(values: DemoFlagValues): DemoPlan {
   const reward = text(values.reward) ?? 'f1_format';
   if (!(rlRewardMetrics as readonly string[]).includes(reward))
     throw new UsageError(`--reward expects one of ${rlRewardMetrics.join(', ')} (the RL reward), got "${reward}"`);
-  const formatCredit = text(values['format-credit']) ?? 'when-scored';
+  const formatCredit = text(values['format-credit']) ?? defaultRewardFormatCredit;
   if (!(rewardFormatCredits as readonly string[]).includes(formatCredit))
     throw new UsageError(
       `--format-credit expects one of ${rewardFormatCredits.join(', ')} (who earns the format term), got "${formatCredit}"`,

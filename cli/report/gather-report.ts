@@ -574,10 +574,11 @@ export async function gatherReport(sources: ReportSources, options: GatherOption
       notes.push(`training set ${key} could not be read: ${(error as Error).message}`);
     }
   }
-  const signal = training.length
-    ? rlSignal(training.map(signalSample), await trainingOrigins(sources.blobs, demo?.split?.keys, datasetText, notes))
+  const trainingSamples = training.map(signalSample);
+  const signal = trainingSamples.length
+    ? rlSignal(trainingSamples, await trainingOrigins(sources.blobs, demo?.split?.keys, datasetText, notes))
     : [];
-  const advantage = advantageByOutcome(training.map(signalSample));
+  const advantage = advantageByOutcome(trainingSamples);
 
   const toolTally = new Map<string, number>();
   for (const { view } of views)

@@ -8,7 +8,7 @@
 import type { ChartRuntime, CountPoint, ReportModel } from './report-model.js';
 import { goldMeasures, type VersionBehaviour } from '../../activities/analysis/behaviour.js';
 import { transferBudgetText, transferStageOf } from '../../bench/transfer-benchmark.js';
-import { advantageSummary, signalSummary } from './rl-signal.js';
+import { advantageSummary, advantageTolerance, signalSummary } from './rl-signal.js';
 
 export interface Chart {
   readonly id: string;
@@ -671,7 +671,7 @@ export function renderReport(model: ReportModel, runtime: ChartRuntime): string 
           escapeHtml(row.outcome),
           String(row.samples),
           fixed(row.meanReward),
-          `<span class="${row.advantage > 1e-3 ? 'gain' : row.advantage < -1e-3 ? 'loss' : 'muted'}">${row.advantage.toFixed(2)}</span>`,
+          `<span class="${row.advantage > advantageTolerance ? 'gain' : row.advantage < -advantageTolerance ? 'loss' : 'muted'}">${row.advantage.toFixed(2)}</span>`,
           (row.advantage / row.samples).toFixed(2),
         ]),
       )

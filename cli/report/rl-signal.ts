@@ -46,6 +46,16 @@ export interface SignalRow extends QuestionOrigin {
 /** The group a learner's sample belongs to: its trajectory id without the sample suffix `-s<j>`. */
 export const signalGroupId = (trajectoryId: string) => trajectoryId.replace(/-s\d+$/, '');
 
+/** The samples by learner group (`signalGroupId`), in the order the groups are first met. */
+function signalGroups(samples: readonly SignalSample[]): Map<string, SignalSample[]> {
+  const groups = new Map<string, SignalSample[]>();
+  for (const sample of samples) {
+    const id = signalGroupId(sample.trajectoryId);
+    groups.set(id, [...(groups.get(id) ?? []), sample]);
+  }
+  return groups;
+}
+
 const unknownOrigin: QuestionOrigin = { source: 'unknown', hops: null, goldTurns: null };
 
 /**
@@ -57,11 +67,7 @@ export function rlSignal(
   origins: ReadonlyMap<string, QuestionOrigin>,
   sources: readonly string[] = ['warm-start', 'candidate', 'training set'],
 ): SignalRow[] {
-  const groups = new Map<string, SignalSample[]>();
-  for (const sample of samples) {
-    const id = signalGroupId(sample.trajectoryId);
-    groups.set(id, [...(groups.get(id) ?? []), sample]);
-  }
+  const groups = signalGroups(samples);
   const rows = new Map<string, { origin: QuestionOrigin; groups: number; samples: number; right: number; mixed: number; equal: number }>();
   for (const group of groups.values()) {
     const origin = originOf(group[0]!.questionId, origins);
@@ -165,6 +171,9 @@ export function outcomeOf(sample: SignalSample): Outcome {
   return 'no answer: other';
 }
 
+/** A sum of advantages within this of 0 counts as none (an equal group's advantages are 0 up to rounding). */
+export const advantageTolerance = 1e-3;
+
 export interface AdvantageRow {
   readonly outcome: Outcome;
   readonly samples: number;
@@ -180,11 +189,7 @@ export interface AdvantageRow {
  * sample are left out; the order is `outcomes`.
  */
 export function advantageByOutcome(samples: readonly SignalSample[]): AdvantageRow[] {
-  const groups = new Map<string, SignalSample[]>();
-  for (const sample of samples) {
-    const id = signalGroupId(sample.trajectoryId);
-    groups.set(id, [...(groups.get(id) ?? []), sample]);
-  }
+  const groups = signalGroups(samples);
   const totals = new Map<Outcome, { samples: number; reward: number; advantage: number }>();
   for (const group of groups.values()) {
     const advantages = groupAdvantages(group.map((sample) => sample.reward));
@@ -209,7 +214,7 @@ export function advantageSummary(rows: readonly AdvantageRow[]): string | null {
   if (!rows.length) return null;
   const signed = (value: number) => `${value >= 0 ? '+' : '−'}${Math.abs(value).toFixed(1)}`;
   const line = `advantage by outcome: ${rows.map((row) => `${row.outcome} ${signed(row.advantage)} (${row.samples})`).join(' · ')}`;
-  const gained = rows.filter((row) => row.outcome !== 'right' && row.outcome !== 'partly right' && row.advantage > 1e-3);
+  const gained = rows.filter((row) => row.outcome !== 'right' && row.outcome !== 'partly right' && row.advantage > advantageTolerance);
   return gained.length
     ? `${line}; warning: ${gained.map((row) => row.outcome).join(', ')} gained advantage, so the reward pays something other than the answer`
     : line;

@@ -34,6 +34,7 @@ export const formatRewardMetrics: readonly RewardMetric[] = ['f1_format', 'em_fo
  */
 export const rewardFormatCredits = ['when-scored', 'always'] as const;
 export type RewardFormatCredit = (typeof rewardFormatCredits)[number];
+export const defaultRewardFormatCredit: RewardFormatCredit = 'when-scored';
 
 export interface TrajectoryLimits {
   /** Maximum tool-call turns. @default 200 */

@@ -1,6 +1,7 @@
 /** Validation and defaults of trajectory input (pure: runs inside the workflow). */
 import {
   contextModes,
+  defaultRewardFormatCredit,
   invalidPolicies,
   protocols,
   rewardFormatCredits,
@@ -145,7 +146,7 @@ export function parseTrajectoryInput(raw: unknown): NormalizedTrajectoryInput {
     options: nestedField(input, 'options', parseOptions),
     rewardMetric: enumField(input, 'rewardMetric', rewardMetrics, 'f1'),
     rewardFormatWeight: numberField(input, 'rewardFormatWeight', { min: 0, max: 1, default: 0.1 }),
-    rewardFormatCredit: enumField(input, 'rewardFormatCredit', rewardFormatCredits, 'when-scored'),
+    rewardFormatCredit: enumField(input, 'rewardFormatCredit', rewardFormatCredits, defaultRewardFormatCredit),
     forcedTurns: forcedTurnsField(input),
     scoreForcedTurns: booleanField(input, 'scoreForcedTurns', true),
     ...(input.frozenObservations === undefined
