@@ -123,20 +123,35 @@ test(
   },
 );
 
-test('the turn limit ends a trajectory that never answers', { timeout: 180_000 }, async () => {
+test('the turn limit ends a trajectory that never answers; rewardUnanswered is its reward', { timeout: 180_000 }, async () => {
   const context = await openContext(uniquePrefix('limit'));
   try {
     const workers = await agentWorkers(context, createScriptedPolicy(), createScriptedTools());
-    const result = (await workers.run(() =>
+    const run = (suffix: string, extra: Record<string, unknown>) =>
       context.client.workflow.execute(trajectoryWorkflowType, {
         taskQueue: context.queue('agent'),
-        workflowId: `${context.queue('agent')}-limit`,
-        args: [{ question: 'script:{"turns":100}', limits: { maxTurns: 5 } }],
-      }),
-    )) as TrajectoryResult;
+        workflowId: `${context.queue('agent')}-${suffix}`,
+        args: [{ question: 'script:{"turns":100}', answers: ['Lima'], limits: { maxTurns: 5 }, ...extra }],
+      }) as Promise<TrajectoryResult>;
+    const [result, penalised, answered] = await workers.run(() =>
+      Promise.all([
+        run('limit', {}),
+        run('limit-unanswered', { rewardMetric: 'f1_format', rewardUnanswered: -0.25 }),
+        context.client.workflow.execute(trajectoryWorkflowType, {
+          taskQueue: context.queue('agent'),
+          workflowId: `${context.queue('agent')}-answered-unanswered`,
+          args: [{ question: 'script:{"turns":1,"answer":"Paris"} q', answers: ['Lima'], rewardMetric: 'em', rewardUnanswered: -0.25 }],
+        }) as Promise<TrajectoryResult>,
+      ]),
+    );
     assert.equal(result.stopReason, 'max_turns');
     assert.equal(result.turns, 5);
     assert.equal(result.answer, null);
+    assert.equal(result.reward, 0, 'no answer earns 0 by default');
+    assert.equal(penalised.stopReason, 'max_turns');
+    assert.equal(penalised.reward, -0.25, 'no answer earns rewardUnanswered whatever the metric');
+    assert.equal(answered.answer, 'Paris');
+    assert.equal(answered.reward, 0, 'a wrong answer still earns the metric (0), not rewardUnanswered');
   } finally {
     await context.close();
   }

@@ -42,6 +42,7 @@ export function childTrajectoryInput(request: ChildTrajectoryRequest): Trajector
     ...(settings?.rewardMetric ? { rewardMetric: settings.rewardMetric } : {}),
     ...(settings?.rewardFormatWeight !== undefined ? { rewardFormatWeight: settings.rewardFormatWeight } : {}),
     ...(settings?.rewardFormatCredit !== undefined ? { rewardFormatCredit: settings.rewardFormatCredit } : {}),
+    ...(settings?.rewardUnanswered !== undefined ? { rewardUnanswered: settings.rewardUnanswered } : {}),
     ...(request.forcedTurns ? { forcedTurns: request.forcedTurns } : {}),
     ...(settings?.frozenObservations ? { frozenObservations: settings.frozenObservations } : {}),
   };

@@ -311,6 +311,8 @@ async function episode(raw: TrajectoryInput): Promise<TrajectoryResult> {
       ...(formatRewardMetrics.includes(input.rewardMetric) && input.rewardFormatCredit !== defaultRewardFormatCredit
         ? { rewardFormatCredit: input.rewardFormatCredit }
         : {}),
+      // Only sent when set, so the activity input of every other trajectory (and its history) is unchanged.
+      ...(input.rewardUnanswered !== 0 ? { rewardUnanswered: input.rewardUnanswered } : {}),
       // Only forks carry it, so the activity input of every other trajectory (and its history) is unchanged.
       ...(input.forkOf ? { forkOf: input.forkOf } : {}),
     });

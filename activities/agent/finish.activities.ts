@@ -124,7 +124,8 @@ export function createFinishActivities({ blobs, trajectories, judge }: FinishDep
         parts.judge = judgement.score;
         if (judgement.error) errors.judge = judgement.error;
       }
-      const reward = input.answers.length === 0 ? 0 : (parts[input.rewardMetric] ?? 0);
+      // No gold answer: nothing to score. No answer given: rewardUnanswered (default 0), whatever the metric.
+      const reward = input.answers.length === 0 ? 0 : answer === null ? (input.rewardUnanswered ?? 0) : (parts[input.rewardMetric] ?? 0);
       const recordKey = transcriptKeys.record(input.trajectoryId);
       const candidate: TrajectoryRecord = {
         schema: trajectoryRecordSchemaName,

@@ -185,6 +185,38 @@ test('a trajectory may pick rewardMetric "f1_format" with a format weight in [0,
   );
 });
 
+test('rewardUnanswered is a number in [−1, 0] (default 0); anything else is refused naming the field', () => {
+  assert.equal(parseTrajectoryInput({ question: 'q' }).rewardUnanswered, 0);
+  assert.equal(parseTrajectoryInput({ question: 'q', rewardUnanswered: -0.1 }).rewardUnanswered, -0.1);
+  for (const bad of [0.5, -2, 'some', Number.NaN])
+    assert.throws(
+      () => parseTrajectoryInput({ question: 'q', rewardUnanswered: bad }),
+      (error: unknown) => LonghaulError.is(error) && error.field === 'rewardUnanswered' && /between -1 and 0/.test(error.message),
+      `rewardUnanswered ${String(bad)}`,
+    );
+});
+
+test('advantages scaled by the group std give every differing group unit size; unscaled ("none") they keep the reward gap', () => {
+  // No right answer: six wrong (0) and two without an answer (rewardUnanswered −0.1).
+  const noRight = [0, 0, 0, 0, 0, 0, -0.1, -0.1];
+  const oneRight = [1, 0, 0, 0, 0, 0, 0, 0];
+  const scaled = groupAdvantages(noRight);
+  const unscaled = groupAdvantages(noRight, 'none');
+  // std: the −0.1 gap pushes as hard as a right answer's +1 gap does in its group (≈ ±1.73 against ±2.65).
+  assert.ok(Math.abs(scaled[6]! + Math.sqrt(3)) < 1e-4, `scaled no-answer advantage ${scaled[6]}`);
+  assert.ok(Math.abs(groupAdvantages(oneRight)[0]! - Math.sqrt(7)) < 1e-4);
+  // none: reward − mean, −0.075 and +0.025 against the right answer's +0.875.
+  assert.deepEqual(
+    unscaled.map((value) => Number(value.toFixed(6))),
+    [0.025, 0.025, 0.025, 0.025, 0.025, 0.025, -0.075, -0.075],
+  );
+  assert.equal(groupAdvantages(oneRight, 'none')[0], 0.875);
+  assert.ok(
+    groupAdvantages([0.5, 0.5, 0.5], 'none').every((value) => value === 0),
+    'an equal group teaches nothing either way',
+  );
+});
+
 test('the judge verdict parser reads CORRECT and INCORRECT and nothing else', () => {
   assert.equal(parseVerdict(' CORRECT'), 1);
   assert.equal(parseVerdict('VERDICT: INCORRECT\n'), 0);

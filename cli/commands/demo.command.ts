@@ -299,6 +299,11 @@ terminates them; an evaluation then keeps the questions it had scored).
                          above 0; a group with no right answer has no advantage) or always (every trajectory:
                          on questions the policy rarely gets right, RL learned to answer anything one step
                          early, held-out EM −15.6, docs/BENCHMARKS.md "Session 39")
+  --unanswered-reward R  the reward of a trajectory that ends without an answer (repeated a call, ran out of
+                         turns), in [−1, 0] (default 0, a wrong answer's): below 0 makes answering worth more than
+                         giving up. Pair a small R with --advantage-scale none, or it counts as much as a right answer
+  --advantage-scale S    how a group's rewards become advantages: std ((reward − mean) / std, GRPO, default) or
+                         none (reward − mean, Dr. GRPO: a small reward gap stays a small push)
   --no-curriculum        one group per training question, each question once, in order (RL ends
                          early when they run out: steps × batch / group questions are needed). The
                          default, the learner's curriculum, keeps drawing groups of an active set and
@@ -319,8 +324,8 @@ terminates them; an evaluation then keeps the questions it had scored).
   --rl-from RUN          an RL ablation: reuse run RUN's questions, split, base and warm-start evaluations
                          and warm-started policy (no stage before RL runs again), with RUN's RL settings
                          changed by the RL flags given here (--steps --batch --group --lr --rl-trainable
-                         --temperature --reward --format-credit --no-curriculum --band… --train-hops
-                         --train-warm-start);
+                         --temperature --reward --format-credit --unanswered-reward --advantage-scale
+                         --no-curriculum --band… --train-hops --train-warm-start);
                          the RL gain pairs with RUN's warm start on the same held-out questions. Any other
                          flag: exit 2
   --rl-continue RUN      more RL steps after run RUN's (an --rl-from run, or a whole one): RL starts from RUN's

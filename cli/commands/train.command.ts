@@ -48,6 +48,7 @@ const learnerFlags = {
   rewardMetric: 'reward',
   rewardFormatWeight: 'format-weight',
   rewardFormatCredit: 'format-credit',
+  rewardUnanswered: 'unanswered-reward',
   curriculum: 'curriculum',
   'curriculum.activeSize': 'curriculum',
   'curriculum.lower': 'curriculum-lower',
@@ -133,7 +134,7 @@ export const trainCommand: Command = {
   summary: 'run the RL learner (async by default) on a question set, with live progress',
   usage: `longhaul train --dataset FILE [--run-id ID] [--mode async|sync] [--steps N] [--batch N] [--group N] [--eta N]
                [--max-inflight N] [--max-turns N] [--max-new-tokens N] [--max-observation-chars N] [--temperature T] [--lr X]
-               [--keep-equal-groups] [--selection S] [--reward METRIC] [--format-weight W] [--format-credit C] [--curriculum N] [--curriculum-lower X] [--curriculum-upper X]
+               [--keep-equal-groups] [--selection S] [--reward METRIC] [--format-weight W] [--format-credit C] [--unanswered-reward R] [--curriculum N] [--curriculum-lower X] [--curriculum-upper X]
                [--mastered-after N] [--too-hard-after N] [--pass-reward X]
                [--start-version N] [--hyperparameters JSON] [--json]
 
@@ -163,6 +164,10 @@ Web UI (search attribute LonghaulRunId) or with \`longhaul temporal workflow que
                       so wrong, missing and run-out trajectories all earn 0 and a group with no right answer
                       has no advantage) or always (every trajectory: on questions the policy rarely gets
                       right it learned to answer anything one step early, docs/BENCHMARKS.md "Session 39")
+  --unanswered-reward R  the reward of a trajectory that ends without an answer (repeated a call, ran out of
+                      turns), in [−1, 0] (default 0, a wrong answer's): below 0 makes answering worth more than
+                      giving up, with any metric. Group-std advantages scale any gap to unit size, so a small R
+                      is only small with '{"ppo":{"groupScale":"none"}}' in --hyperparameters
   --start-version N   policy version to train (default: the latest; an older one is registered again
                       as latest + 1, since every step publishes base + 1)
   --hyperparameters J train-step hyperparameters as JSON over the defaults, with the engine's names
@@ -202,6 +207,7 @@ flag and the field).`,
       reward: { type: 'string' },
       'format-weight': { type: 'string' },
       'format-credit': { type: 'string' },
+      'unanswered-reward': { type: 'string' },
       curriculum: { type: 'string' },
       'curriculum-lower': { type: 'string' },
       'curriculum-upper': { type: 'string' },
@@ -231,6 +237,7 @@ flag and the field).`,
     const hyperparameters = jsonObjectFlag(values.hyperparameters, 'hyperparameters');
     const curriculum = curriculumInput(values);
     const formatWeight = numberFlag(values['format-weight'], 'format-weight');
+    const unanswered = numberFlag(values['unanswered-reward'], 'unanswered-reward');
     for (const flag of ['format-weight', 'format-credit'] as const)
       if (values[flag] !== undefined && !(formatRewardMetrics as readonly string[]).includes(values.reward ?? 'f1'))
         throw new UsageError(`--${flag} applies to a reward with a format term: give --reward f1_format or em_format`);
@@ -261,6 +268,7 @@ flag and the field).`,
         ...(values.reward !== undefined ? { rewardMetric: values.reward } : {}),
         ...(formatWeight !== undefined ? { rewardFormatWeight: formatWeight } : {}),
         ...(values['format-credit'] !== undefined ? { rewardFormatCredit: values['format-credit'] } : {}),
+        ...(unanswered !== undefined ? { rewardUnanswered: unanswered } : {}),
       },
       ...(curriculum ? { curriculum } : {}),
       hyperparameters: {

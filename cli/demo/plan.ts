@@ -8,7 +8,9 @@
 import {
   defaultRewardFormatCredit,
   formatRewardMetrics,
+  groupScales,
   rewardFormatCredits,
+  type GroupScale,
   type RewardFormatCredit,
   type RewardMetric,
   type TrajectorySettings,
@@ -158,6 +160,8 @@ export const demoFlagOptions = {
   'fresh-synthesis': { type: 'boolean' },
   reward: { type: 'string' },
   'format-credit': { type: 'string' },
+  'unanswered-reward': { type: 'string' },
+  'advantage-scale': { type: 'string' },
   'no-curriculum': { type: 'boolean' },
   steps: { type: 'string' },
   batch: { type: 'string' },
@@ -380,6 +384,12 @@ export function demoPlan(values: DemoFlagValues): DemoPlan {
     );
   if (values['format-credit'] !== undefined && !formatRewardMetrics.includes(reward as RewardMetric))
     throw new UsageError(`--format-credit applies to a reward with a format term (f1_format, em_format), not --reward ${reward}`);
+  const unanswered = values['unanswered-reward'] === undefined ? 0 : numberIn(values['unanswered-reward'], 'unanswered-reward', 0, -1, 0);
+  const advantageScale = text(values['advantage-scale']) ?? 'std';
+  if (!(groupScales as readonly string[]).includes(advantageScale))
+    throw new UsageError(
+      `--advantage-scale expects one of ${groupScales.join(', ')} (std: (reward − group mean) / group std; none: reward − group mean), got "${advantageScale}"`,
+    );
 
   const limits = { maxTurns, maxNewTokensPerTurn: maxNewTokens, maxRepeats: 2 };
   const options = { maxObservationChars: 600 };
@@ -428,8 +438,14 @@ export function demoPlan(values: DemoFlagValues): DemoPlan {
         options: { ...options, temperature },
         rewardMetric: reward as (typeof rlRewardMetrics)[number],
         ...(formatRewardMetrics.includes(reward as RewardMetric) ? { rewardFormatCredit: formatCredit as RewardFormatCredit } : {}),
+        ...(unanswered !== 0 ? { rewardUnanswered: unanswered } : {}),
       },
-      hyperparameters: { learningRate, microBatchSize: 2, trainable: rlTrainable === 'full' ? warmStartTrainable : demoTrainable },
+      hyperparameters: {
+        learningRate,
+        microBatchSize: 2,
+        trainable: rlTrainable === 'full' ? warmStartTrainable : demoTrainable,
+        ...(advantageScale !== 'std' ? { ppo: { groupScale: advantageScale as GroupScale } } : {}),
+      },
       // The band online: a question leaves as mastered after 2 groups in a row with pass rate ≥ HIGH, as too hard
       // after 3 in a row ≤ LOW (--band; default 0,1: all passing, none passing).
       curriculum:
@@ -462,6 +478,8 @@ export const rlFromFlags = [
   'temperature',
   'reward',
   'format-credit',
+  'unanswered-reward',
+  'advantage-scale',
   'no-curriculum',
   'band',
   'band-probe',
@@ -513,6 +531,14 @@ export function rlFromPlan(source: DemoPlan, sourceRunId: string, values: DemoFl
     trainable,
     // A new --rl-trainable without --lr takes that mode's default rate, as a whole run would.
     ...(given('lr') || given('rl-trainable') ? { learningRate: fresh.rl.hyperparameters.learningRate } : {}),
+    ...(given('advantage-scale')
+      ? {
+          ppo: {
+            ...(source.rl.hyperparameters.ppo as Record<string, unknown> | undefined),
+            groupScale: fresh.rl.hyperparameters.ppo ? (fresh.rl.hyperparameters.ppo as { groupScale: GroupScale }).groupScale : 'std',
+          },
+        }
+      : {}),
   };
   const trainWarmStart = given('train-warm-start') || source.rl.trainWarmStart === true;
   if (given('no-curriculum')) {
@@ -551,6 +577,7 @@ export function rlFromPlan(source: DemoPlan, sourceRunId: string, values: DemoFl
         },
         ...(given('reward') ? { rewardMetric: fresh.rl.trajectory.rewardMetric } : {}),
         ...(formatCredit ? { rewardFormatCredit: formatCredit } : {}),
+        ...(given('unanswered-reward') ? { rewardUnanswered: fresh.rl.trajectory.rewardUnanswered ?? 0 } : {}),
       },
       hyperparameters,
       curriculum,

@@ -89,6 +89,28 @@ test('--rl-from: the format credit follows the reward; a source recorded before 
   assert.equal(rlContinuePlan(always, 'prev', { steps: '2' }).rl.trajectory.rewardFormatCredit, 'always');
 });
 
+test('--unanswered-reward and --advantage-scale: checked as a whole run checks them, carried by --rl-from and --rl-continue', () => {
+  const plan = demoPlan({});
+  assert.equal(plan.rl.trajectory.rewardUnanswered, undefined, 'no answer earns 0 (the contract default) unless asked');
+  assert.equal(plan.rl.hyperparameters.ppo, undefined, 'the engine default, std');
+  const both = demoPlan({ 'unanswered-reward': '-0.1', 'advantage-scale': 'none' });
+  assert.equal(both.rl.trajectory.rewardUnanswered, -0.1);
+  assert.deepEqual(both.rl.hyperparameters.ppo, { groupScale: 'none' });
+  assert.throws(() => demoPlan({ 'unanswered-reward': '0.2' }), usage(/--unanswered-reward/));
+  assert.throws(() => demoPlan({ 'unanswered-reward': 'low' }), usage(/--unanswered-reward/));
+  assert.throws(() => demoPlan({ 'advantage-scale': 'max' }), usage(/--advantage-scale expects one of std, none/));
+  const source = demoPlan({ full: true });
+  const from = rlFromPlan(source, 'src', { 'unanswered-reward': '-0.05', 'advantage-scale': 'none' });
+  assert.equal(from.rl.trajectory.rewardUnanswered, -0.05);
+  assert.deepEqual(from.rl.hyperparameters.ppo, { groupScale: 'none' });
+  assert.equal(from.rl.hyperparameters.learningRate, source.rl.hyperparameters.learningRate, 'the rest of RL is the source run');
+  assert.equal(rlFromPlan(source, 'src', {}).rl.trajectory.rewardUnanswered, undefined);
+  const continued = rlContinuePlan(from, 'prev', { steps: '2' });
+  assert.equal(continued.rl.trajectory.rewardUnanswered, -0.05, "a continued run keeps the previous run's settings");
+  assert.deepEqual(continued.rl.hyperparameters.ppo, { groupScale: 'none' });
+  assert.deepEqual(rlContinuePlan(from, 'prev', { 'advantage-scale': 'std' }).rl.hyperparameters.ppo, { groupScale: 'std' });
+});
+
 test('--train-hops: hop counts the run synthesizes, any with --dataset', () => {
   assert.deepEqual(demoPlan({ full: true, 'train-hops': '1' }).rl.trainHops, [1]);
   assert.equal(demoPlan({}).rl.trainHops, null);

@@ -16,6 +16,8 @@ import type { BlobStore } from '../../activities/ports/blob-store.port.js';
 import type { BenchmarkResultStore } from '../../activities/ports/benchmark-result-store.port.js';
 import { readTransferResult, transferBenchmarkName, type TransferResult } from '../../bench/transfer-benchmark.js';
 import { evaluationRunId } from '../../workflows/contracts/evaluation.contract.js';
+import { groupScales, type GroupScale } from '../../workflows/contracts/trajectory.contract.js';
+import { manifestPath } from '../demo/manifest.js';
 import { advantageByOutcome, questionOrigins, rlSignal, type QuestionOrigin } from './rl-signal.js';
 import type { ReportSource, ReportTrajectoryRow } from '../../infra/postgres/report-source.pg.js';
 import {
@@ -124,6 +126,22 @@ function demoReport(home: string, runId: string): DemoReportFile | null {
     return JSON.parse(fs.readFileSync(file, 'utf8')) as DemoReportFile;
   } catch {
     return null;
+  }
+}
+
+/**
+ * How the run's train steps scaled a group's centred rewards (`ppo.groupScale`), for "Where the advantage went": the
+ * demo's stored plan says; a run that is no demo (or a plan without it) trained with the default, std.
+ */
+function runGroupScale(home: string, runId: string): GroupScale {
+  try {
+    const manifest = JSON.parse(fs.readFileSync(manifestPath(home, runId), 'utf8')) as {
+      plan?: { rl?: { hyperparameters?: { ppo?: { groupScale?: unknown } } } };
+    };
+    const scale = manifest.plan?.rl?.hyperparameters?.ppo?.groupScale;
+    return (groupScales as readonly unknown[]).includes(scale) ? (scale as GroupScale) : 'std';
+  } catch {
+    return 'std';
   }
 }
 
@@ -578,7 +596,7 @@ export async function gatherReport(sources: ReportSources, options: GatherOption
   const signal = trainingSamples.length
     ? rlSignal(trainingSamples, await trainingOrigins(sources.blobs, demo?.split?.keys, datasetText, notes))
     : [];
-  const advantage = advantageByOutcome(trainingSamples);
+  const advantage = advantageByOutcome(trainingSamples, runGroupScale(sources.home, runId));
 
   const toolTally = new Map<string, number>();
   for (const { view } of views)

@@ -5,6 +5,7 @@
  * (a demo's warm-start questions or its training candidates, `--train-warm-start`) and per hop count. Pure.
  */
 import { groupAdvantages } from '../../activities/reward/advantage.js';
+import type { GroupScale } from '../../workflows/contracts/trajectory.contract.js';
 import { curriculumBaseQuestionId } from '../../workflows/learner-curriculum.js';
 
 /** One training sample as the report reads it. */
@@ -184,15 +185,19 @@ export interface AdvantageRow {
 
 /**
  * Where the advantage went: per outcome, the samples, their mean reward and the sum of their group-normalised
- * advantages, over the groups of `samples` (trajectory ids `<group>-s<j>`). A positive sum for wrong answers means the
+ * advantages (scaled as the run's train steps scaled them: `scale`, ppo.groupScale), over the groups of `samples`
+ * (trajectory ids `<group>-s<j>`). A positive sum for wrong answers means the
  * reward pays something other than being right (session 39: the format term, docs/BENCHMARKS.md). Outcomes with no
  * sample are left out; the order is `outcomes`.
  */
-export function advantageByOutcome(samples: readonly SignalSample[]): AdvantageRow[] {
+export function advantageByOutcome(samples: readonly SignalSample[], scale: GroupScale = 'std'): AdvantageRow[] {
   const groups = signalGroups(samples);
   const totals = new Map<Outcome, { samples: number; reward: number; advantage: number }>();
   for (const group of groups.values()) {
-    const advantages = groupAdvantages(group.map((sample) => sample.reward));
+    const advantages = groupAdvantages(
+      group.map((sample) => sample.reward),
+      scale,
+    );
     group.forEach((sample, index) => {
       const outcome = outcomeOf(sample);
       const total = totals.get(outcome) ?? { samples: 0, reward: 0, advantage: 0 };

@@ -7,6 +7,7 @@
  * change is incompatible.
  */
 import { z } from 'zod';
+import { groupScales } from '../../workflows/contracts/trajectory.contract.js';
 
 const runId = z.string().min(1).max(200);
 const localPath = z.string().min(1).max(4096);
@@ -85,6 +86,12 @@ export const ppoSchema = z
       .boolean()
       .describe(
         'Advantage = (reward - group mean) / (group std + 1e-6), population std; needs >= 2 samples per group. Off: advantage = reward.',
+      ),
+    groupScale: z
+      .enum(groupScales)
+      .optional()
+      .describe(
+        'With groupNormalise: std divides (reward - group mean) by the group std (GRPO, the default); none keeps reward - group mean (Dr. GRPO: a small reward gap stays a small advantage).',
       ),
     turnDiscount: z
       .number()

@@ -90,6 +90,8 @@ export interface FinishTrajectoryInput {
   readonly rewardFormatWeight?: number;
   /** Which trajectories earn the format term (only sent with a format metric and when not the default "when-scored"). @default "when-scored" */
   readonly rewardFormatCredit?: RewardFormatCredit;
+  /** The reward of a trajectory without an answer (only sent when not the default 0). @default 0 */
+  readonly rewardUnanswered?: number;
   /** A fork's parent and branch turn, kept in the record. */
   readonly forkOf?: ForkLineage;
 }

@@ -35,6 +35,14 @@ export const formatRewardMetrics: readonly RewardMetric[] = ['f1_format', 'em_fo
 export const rewardFormatCredits = ['when-scored', 'always'] as const;
 export type RewardFormatCredit = (typeof rewardFormatCredits)[number];
 export const defaultRewardFormatCredit: RewardFormatCredit = 'when-scored';
+/**
+ * How a group's centred rewards become advantages (the train step's `ppo.groupScale`, with `ppo.groupNormalise`):
+ * `std` divides reward − group mean by the group's std (GRPO: every group that differs pushes with unit size, however
+ * small its reward gap), `none` keeps reward − group mean (Dr. GRPO: a small gap, such as `rewardUnanswered`'s,
+ * stays a small push).
+ */
+export const groupScales = ['std', 'none'] as const;
+export type GroupScale = (typeof groupScales)[number];
 
 export interface TrajectoryLimits {
   /** Maximum tool-call turns. @default 200 */
@@ -97,6 +105,13 @@ export interface TrajectoryInput {
   /** Which trajectories earn the format term of "f1_format" or "em_format" (see `rewardFormatCredits`). @default "when-scored" */
   readonly rewardFormatCredit?: RewardFormatCredit;
   /**
+   * The reward of a trajectory that ends without an answer (it repeated a call, ran out of turns, broke the format),
+   * in [−1, 0], whatever the metric: below a wrong answer's 0 makes answering worth more than giving up. With
+   * group-std advantages (the default `ppo.groupScale`) any gap is scaled to unit size, so a small value here is only
+   * small with `groupScale` "none". @default 0
+   */
+  readonly rewardUnanswered?: number;
+  /**
    * Teacher forcing (a gold solution path for the warm start): turn i's output is forcedTurns[i],
    * scored by the policy instead of sampled; turns after the list are generated as usual.
    */
@@ -142,6 +157,7 @@ export interface TrajectorySettings {
   readonly rewardMetric?: TrajectoryInput['rewardMetric'];
   readonly rewardFormatWeight?: TrajectoryInput['rewardFormatWeight'];
   readonly rewardFormatCredit?: TrajectoryInput['rewardFormatCredit'];
+  readonly rewardUnanswered?: TrajectoryInput['rewardUnanswered'];
   readonly frozenObservations?: FrozenObservations;
 }
 

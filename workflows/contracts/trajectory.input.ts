@@ -42,6 +42,8 @@ export interface NormalizedTrajectoryInput {
   readonly rewardFormatWeight: number;
   /** Which trajectories earn the format term. */
   readonly rewardFormatCredit: RewardFormatCredit;
+  /** The reward of a trajectory without an answer, in [−1, 0]. */
+  readonly rewardUnanswered: number;
   readonly forcedTurns: readonly string[];
   readonly scoreForcedTurns: boolean;
   readonly frozenObservations?: FrozenObservations;
@@ -128,6 +130,7 @@ export function parseTrajectoryInput(raw: unknown): NormalizedTrajectoryInput {
     'rewardMetric',
     'rewardFormatWeight',
     'rewardFormatCredit',
+    'rewardUnanswered',
     'forcedTurns',
     'scoreForcedTurns',
     'frozenObservations',
@@ -147,6 +150,7 @@ export function parseTrajectoryInput(raw: unknown): NormalizedTrajectoryInput {
     rewardMetric: enumField(input, 'rewardMetric', rewardMetrics, 'f1'),
     rewardFormatWeight: numberField(input, 'rewardFormatWeight', { min: 0, max: 1, default: 0.1 }),
     rewardFormatCredit: enumField(input, 'rewardFormatCredit', rewardFormatCredits, defaultRewardFormatCredit),
+    rewardUnanswered: numberField(input, 'rewardUnanswered', { min: -1, max: 0, default: 0 }),
     forcedTurns: forcedTurnsField(input),
     scoreForcedTurns: booleanField(input, 'scoreForcedTurns', true),
     ...(input.frozenObservations === undefined

@@ -1,7 +1,9 @@
 """Advantages for decoupled PPO without a critic (AReaL/GRPO style, γ = λ = 1 by default).
 
 Sequence advantage: group-normalised, A_i = (r_i − mean_g) / (std_g + 1e-6) with the population
-std of the rewards in sample i's group g; with normalisation off, A_i = r_i. Optional turn-level
+std of the rewards in sample i's group g (scale "std", GRPO), or A_i = r_i − mean_g (scale "none",
+Dr. GRPO: a group's advantages keep the size of its reward differences, so a small reward gap stays
+small); with normalisation off, A_i = r_i. Optional turn-level
 discount γ: a loss token in turn k of a sample whose last loss turn is K gets A_i · γ^(K−k), so the
 outcome reward reaches early turns discounted. Tokens with loss mask 0 get advantage 0.
 
@@ -15,8 +17,13 @@ import torch
 EPSILON = 1e-6
 
 
-def group_advantages(rewards: list, group_ids: list, normalise: bool) -> list:
+GROUP_SCALES = ("std", "none")
+
+
+def group_advantages(rewards: list, group_ids: list, normalise: bool, scale: str = "std") -> list:
     """One advantage per sample."""
+    if scale not in GROUP_SCALES:
+        raise ValueError(f"scale must be one of {GROUP_SCALES}, got {scale!r}")
     if not normalise:
         return [float(r) for r in rewards]
     groups = defaultdict(list)
@@ -27,6 +34,8 @@ def group_advantages(rewards: list, group_ids: list, normalise: bool) -> list:
         mean = sum(values) / len(values)
         std = (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5
         stats[group] = (mean, std)
+    if scale == "none":
+        return [float(r) - stats[g][0] for r, g in zip(rewards, group_ids)]
     return [(float(r) - stats[g][0]) / (stats[g][1] + EPSILON) for r, g in zip(rewards, group_ids)]
 
 

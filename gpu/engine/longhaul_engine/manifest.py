@@ -59,6 +59,7 @@ class Ppo:
     importance_cap_mode: str
     aggregation: str
     group_normalise: bool
+    group_scale: str
     turn_discount: float
     entropy_coefficient: float
     minibatches: int
@@ -242,6 +243,7 @@ def _parse_hyperparameters(raw: dict) -> Hyperparameters:
             importance_cap_mode=ppo["importanceCapMode"],
             aggregation=ppo["aggregation"],
             group_normalise=ppo["groupNormalise"],
+            group_scale=ppo.get("groupScale", "std"),
             turn_discount=ppo["turnDiscount"],
             entropy_coefficient=ppo["entropyCoefficient"],
             minibatches=int(ppo.get("minibatches", 1)),

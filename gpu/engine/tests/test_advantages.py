@@ -13,6 +13,19 @@ def test_group_normalised_advantages_use_each_groups_mean_and_population_std():
     assert group_advantages(rewards, groups, True) == pytest.approx([a, -a, -a, a, b, -b, 0, 0], abs=1e-12)
 
 
+def test_group_scale_none_keeps_the_reward_minus_the_group_mean():
+    rewards = [1, 0, 0, 0, -0.1, -0.1]
+    groups = ["a", "a", "b", "b", "b", "b"]
+    # a: mean 0.5 → ±0.5 (std would make it ±1 too); b: mean −0.05 → +0.05, +0.05, −0.05, −0.05 (std: ±1)
+    assert group_advantages(rewards, groups, True, "none") == pytest.approx([0.5, -0.5, 0.05, 0.05, -0.05, -0.05], abs=1e-12)
+    assert group_advantages(rewards, groups, True, "std")[2] == pytest.approx(1.0, abs=1e-4)
+
+
+def test_an_unknown_group_scale_is_refused():
+    with pytest.raises(ValueError, match="scale must be one of"):
+        group_advantages([1, 0], ["a", "a"], True, "max")
+
+
 def test_without_normalisation_the_advantage_is_the_reward():
     assert group_advantages([0.25, -1.0], ["a", "b"], False) == [0.25, -1.0]
 

@@ -69,6 +69,15 @@ def test_a_group_of_one_is_refused_when_advantages_are_group_normalised(base, tm
     assert len(parse_manifest(manifest(base, tmp_path / "v1", samples=samples, groupNormalise=False)).samples) == 3
 
 
+def test_group_scale_is_read_with_std_as_the_default_and_an_unknown_one_is_refused(base, tmp_path):
+    assert parse_manifest(manifest(base, tmp_path / "v1")).hyperparameters.ppo.group_scale == "std"
+    document = manifest(base, tmp_path / "v1")
+    document["hyperparameters"]["ppo"]["groupScale"] = "none"
+    assert parse_manifest(document).hyperparameters.ppo.group_scale == "none"
+    document["hyperparameters"]["ppo"]["groupScale"] = "max"
+    assert refusal(document).startswith("invalid manifest: manifest.hyperparameters.ppo.groupScale: 'max' is not one of")
+
+
 def test_a_negative_staleness_bound_is_refused_by_the_schema(base, tmp_path):
     document = manifest(base, tmp_path / "v1", maxStaleness=-1)
     assert refusal(document) == "invalid manifest: manifest.hyperparameters.ppo.maxStaleness: -1 is less than the minimum of 0"
