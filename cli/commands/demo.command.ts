@@ -66,6 +66,7 @@ import {
   type DemoFlagValues,
   type DemoPlan,
 } from '../demo/plan.js';
+import { bestValidated, validationVersions } from '../demo/validation.js';
 import { synthesisCacheKey, synthesizeOrReuse } from '../demo/synthesis-cache.js';
 import { searchCorpusVersion } from '../../infra/postgres/evaluation-store.pg.js';
 import { continuedPool, inBand, splitQuestions, trainingCandidates, trainingPool, withHops, type DemoSplit } from '../demo/split.js';
@@ -200,6 +201,13 @@ interface SplitRecord {
   readonly keys: { readonly heldOut: string; readonly warmStart: string; readonly candidates: string };
 }
 
+/** The `--validation` questions and the training set without them. */
+interface ValidationSplit {
+  readonly rows: QuestionRow[];
+  readonly trainKey: string;
+  readonly training: number;
+}
+
 interface BandRecord {
   readonly probed: number;
   readonly kept: number;
@@ -302,6 +310,11 @@ terminates them; an evaluation then keeps the questions it had scored).
   --unanswered-reward R  the reward of a trajectory that ends without an answer (repeated a call, ran out of
                          turns), in [−1, 0] (default 0, a wrong answer's): below 0 makes answering worth more than
                          giving up. Pair a small R with --advantage-scale none, or it counts as much as a right answer
+  --validation N         keep the best RL version, not the last: the last N training candidates are held out of
+                         RL; after RL the start and every K-th version (--validate-every K, default 2; the last
+                         always) are evaluated greedily on them, and the best (the latest of equals) is evaluated
+                         on the held-out set as stage rl-best, with its own paired gain. Held-out questions never
+                         choose. Costs one evaluation of N questions per version validated
   --advantage-scale S    how a group's rewards become advantages: std ((reward − mean) / std, GRPO, default) or
                          none (reward − mean, Dr. GRPO: a small reward gap stays a small push)
   --no-curriculum        one group per training question, each question once, in order (RL ends
@@ -325,7 +338,7 @@ terminates them; an evaluation then keeps the questions it had scored).
                          and warm-started policy (no stage before RL runs again), with RUN's RL settings
                          changed by the RL flags given here (--steps --batch --group --lr --rl-trainable
                          --temperature --reward --format-credit --unanswered-reward --advantage-scale
-                         --no-curriculum --band… --train-hops --train-warm-start);
+                         --validation --validate-every --no-curriculum --band… --train-hops --train-warm-start);
                          the RL gain pairs with RUN's warm start on the same held-out questions. Any other
                          flag: exit 2
   --rl-continue RUN      more RL steps after run RUN's (an --rl-from run, or a whole one): RL starts from RUN's
@@ -677,6 +690,25 @@ warm start, a --band outside [0, 1], an empty held-out set (--heldout 0, or a --
         console.error(
           `  RL starts from v${learnerStartVersion} (the weights of ${continued ? `${plan.rlContinue}'s RL v${rlPolicyVersion}` : `${plan.rlFrom}'s warm start v${rlStartVersion}`})`,
         );
+      // --validation: the last N training candidates of the split leave RL's questions and choose the version kept.
+      const validation = plan.rl.validation
+        ? await phases.run<ValidationSplit>('validation-split', async () => {
+            const held = (await readRows(split.keys.candidates)).slice(-plan.rl.validation!.questions);
+            const heldIds = new Set(held.map((row) => row.id));
+            const train = (await readRows(band.trainKey)).filter((row) => !heldIds.has(row.id));
+            if (train.length === 0)
+              throw new UsageError(
+                `--validation ${plan.rl.validation!.questions} holds back every training question; give a smaller --validation`,
+              );
+            const trainKey = `datasets/${runId}/train-without-validation.jsonl`;
+            await blobs.put(trainKey, jsonl(train), 'application/x-ndjson');
+            return { rows: held, trainKey, training: train.length };
+          })
+        : null;
+      if (validation)
+        console.error(
+          `  --validation: ${validation.rows.length} of the training candidates held out of RL to choose the version kept; ${validation.training} training questions`,
+        );
       const learned = await phases.run<LearnerResult>('rl', async () => {
         // A learner of this run still running (this process was killed) has published newer versions: serve the newest.
         const running = await client.workflow
@@ -692,7 +724,7 @@ warm start, a --band outside [0, 1], an empty held-out set (--heldout 0, or a --
           args: [
             {
               runId,
-              datasetKey: band.trainKey,
+              datasetKey: validation?.trainKey ?? band.trainKey,
               startVersion: learnerStartVersion,
               settings: plan.rl.settings,
               trajectory: plan.rl.trajectory,
@@ -728,15 +760,56 @@ warm start, a --band outside [0, 1], an empty held-out set (--heldout 0, or a --
         return result;
       });
       const rl = await evaluateStage('rl', learned.finalVersion);
+      // --validation: the start and every K-th version after it (the last always) on the validation set; the best of
+      // them (the latest of equals) is evaluated on the held-out set as stage rl-best.
+      const validated: { version: number; em: number; emCi95: readonly [number, number] }[] = [];
+      let best: StageResult | null = null;
+      if (validation && plan.rl.validation) {
+        const every = plan.rl.validation.everyVersions;
+        const versions = validationVersions(learnerStartVersion, learned.finalVersion, every);
+        for (const version of versions) {
+          const result = await phases.run<StageEvaluation>(`validation-v${version}`, async () => {
+            await restartInference(version);
+            return evaluate(context, {
+              resultId: `${runId}-validation-v${version}`,
+              dataset: 'demo-validation',
+              rows: validation.rows,
+              k: 1,
+              trajectory: plan.evaluation.trajectory,
+              policyVersion: version,
+              seed: 0,
+              concurrency: plan.evaluation.concurrency,
+              label: `validation (v${version})`,
+            });
+          });
+          validated.push({ version, em: result.em, emCi95: result.emCi95 });
+        }
+        const chosen = bestValidated(validated);
+        console.error(`  validation EM: ${validated.map((row) => `v${row.version} ${pct(row.em)}`).join(' → ')} · kept v${chosen.version}`);
+        best =
+          chosen.version === learned.finalVersion
+            ? { ...rl, stage: 'rl-best' }
+            : chosen.version === learnerStartVersion
+              ? { ...(continued ?? warm?.evaluation ?? base), stage: 'rl-best' }
+              : await evaluateStage('rl-best', chosen.version);
+      }
 
       phase('7/7 the RL gain and the report');
       const scores = (stage: StageResult) => stage.heldOut.perQuestion.map((item) => ({ questionId: item.questionId, score: item.score }));
       const reference = warm?.evaluation ?? base;
       const rlGain: PairedDifference = pairedDifference(scores(reference), scores(rl), 13);
       const warmGain: PairedDifference | null = warm ? pairedDifference(scores(base), scores(warm.evaluation), 14) : null;
-      const stages = [base, ...(warm ? [warm.evaluation] : []), ...(continued ? [continued] : []), rl];
+      const stages = [
+        base,
+        ...(warm ? [warm.evaluation] : []),
+        ...(continued ? [continued] : []),
+        rl,
+        // The best version by validation, when it is neither the last nor the start (those are shown already).
+        ...(best && best.version !== rl.version && best.version !== rlPolicyVersion ? [best] : []),
+      ];
       // The part of the gain this run's RL made: paired against the policy it started from.
       const continuedGain: PairedDifference | null = continued ? pairedDifference(scores(continued), scores(rl), 15) : null;
+      const bestGain: PairedDifference | null = best ? pairedDifference(scores(reference), scores(best), 16) : null;
       const seconds = Math.round((Date.now() - startedAt) / 1000) + priorSeconds(manifest);
       const report = {
         runId,
@@ -752,6 +825,7 @@ warm start, a --band outside [0, 1], an empty held-out set (--heldout 0, or a --
         rlGain,
         warmGain,
         ...(continued ? { continued: { run: plan.rlContinue, version: continued.version }, continuedGain } : {}),
+        ...(best ? { validation: { questions: validation?.rows.length, versions: validated, best: best.version }, best, bestGain } : {}),
         warmStart: warm
           ? { kept: warm.result.kept, finished: warm.result.finished, steps: warm.result.steps, wallSeconds: warm.result.wallSeconds }
           : null,
@@ -794,6 +868,10 @@ warm start, a --band outside [0, 1], an empty held-out set (--heldout 0, or a --
       if (continuedGain)
         console.log(
           `RL gain of this run (paired, RL − ${plan.rlContinue}'s RL v${continued?.version}, ${continuedGain.n} questions): ${continuedGain.mean >= 0 ? '+' : ''}${pct(continuedGain.mean)} points ${interval(continuedGain.ci95)}`,
+        );
+      if (best && bestGain)
+        console.log(
+          `RL gain of the best version by validation (v${best.version} of ${validated.map((row) => `v${row.version} ${pct(row.em)}`).join(', ')} on ${validation?.rows.length} validation questions; held-out ${pct(best.heldOut.em)} ${interval(best.heldOut.emCi95)}): ${bestGain.mean >= 0 ? '+' : ''}${pct(bestGain.mean)} points ${interval(bestGain.ci95)}`,
         );
       console.log(
         `tool calls per question: ${stages.map((stage) => `${stage.stage} ${stage.heldOut.meanToolCalls.toFixed(2)}`).join(' → ')} · verified by a further search: ${stages.map((stage) => `${stage.stage} ${stage.heldOut.behaviour?.verifiedShare === null || stage.heldOut.behaviour === null ? '-' : pct(stage.heldOut.behaviour.verifiedShare)}`).join(' → ')} · documents: ${stages.map((stage) => `${stage.stage} ${stage.heldOut.behaviour ? stage.heldOut.behaviour.meanDistinctDocuments.toFixed(2) : '-'}`).join(' → ')}`,
@@ -842,6 +920,19 @@ warm start, a --band outside [0, 1], an empty held-out set (--heldout 0, or a --
             rl_gain_em_ci95: rlGain.ci95,
             ...(continuedGain
               ? { rl_continue: plan.rlContinue, continued_gain_em: continuedGain.mean, continued_gain_em_ci95: continuedGain.ci95 }
+              : {}),
+            ...(best && bestGain
+              ? {
+                  rl_best: {
+                    version: best.version,
+                    validation_questions: validation?.rows.length ?? 0,
+                    validation_em: Object.fromEntries(validated.map((row) => [`v${row.version}`, row.em])),
+                    em: best.heldOut.em,
+                    em_ci95: best.heldOut.emCi95,
+                    gain_em: bestGain.mean,
+                    gain_em_ci95: bestGain.ci95,
+                  },
+                }
               : {}),
             warm_gain_em: warmGain?.mean ?? null,
             warm_gain_em_ci95: warmGain?.ci95 ?? null,

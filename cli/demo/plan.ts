@@ -87,6 +87,13 @@ export interface RlConfiguration {
    * variance where the candidates are mostly never solved. The held-out set does not change. Absent: false.
    */
   readonly trainWarmStart?: boolean;
+  /**
+   * Keep the best version, not the last (`--validation N`, `--validate-every K`): the last N of RL's training questions
+   * are held out of RL as a validation set; after RL, the version RL started from and every K-th version after it (the
+   * last one always) are evaluated on it greedily, and the best of them is evaluated on the held-out set too. Held-out
+   * questions never choose a version. Absent or null: off.
+   */
+  readonly validation?: { readonly questions: number; readonly everyVersions: number } | null;
 }
 
 export interface DemoPlan {
@@ -162,6 +169,8 @@ export const demoFlagOptions = {
   'format-credit': { type: 'string' },
   'unanswered-reward': { type: 'string' },
   'advantage-scale': { type: 'string' },
+  validation: { type: 'string' },
+  'validate-every': { type: 'string' },
   'no-curriculum': { type: 'boolean' },
   steps: { type: 'string' },
   batch: { type: 'string' },
@@ -351,9 +360,11 @@ export function demoPlan(values: DemoFlagValues): DemoPlan {
   const trainWarmStart = values['train-warm-start'] === true;
   if (trainWarmStart && warmSource === 'none')
     throw new UsageError('--train-warm-start draws the warm-start questions, and without a warm start there are none; leave one out');
-  if (values['no-curriculum'] === true && candidates + (trainWarmStart ? warmStart : 0) < questionsNeeded)
+  const validation = validationFlags(values);
+  const heldBack = validation?.questions ?? 0;
+  if (values['no-curriculum'] === true && candidates + (trainWarmStart ? warmStart : 0) - heldBack < questionsNeeded)
     throw new UsageError(
-      `--train-candidates ${candidates} is too few for --no-curriculum: ${steps} steps × ${batchSize} trajectories in groups of ${groupSize} draw ${questionsNeeded} questions, each once${trainWarmStart ? ` (${warmStart} of them can be --train-warm-start's)` : ''}; give --train-candidates ${questionsNeeded - (trainWarmStart ? warmStart : 0)} or more`,
+      `--train-candidates ${candidates} is too few for --no-curriculum: ${steps} steps × ${batchSize} trajectories in groups of ${groupSize} draw ${questionsNeeded} questions, each once${trainWarmStart ? ` (${warmStart} of them can be --train-warm-start's)` : ''}${heldBack ? `, and --validation holds ${heldBack} back` : ''}; give --train-candidates ${questionsNeeded + heldBack - (trainWarmStart ? warmStart : 0)} or more`,
     );
   const maxTurns = integer('max-turns', preset.maxTurns, 1, 1000);
   const maxNewTokens = integer('max-new-tokens', preset.maxNewTokens, 8, 65_536);
@@ -452,6 +463,7 @@ export function demoPlan(values: DemoFlagValues): DemoPlan {
         values['no-curriculum'] === true ? null : { lower: band.low, upper: band.high, masteredAfter: 2, tooHardAfter: 3, passReward: 0.5 },
       trainHops,
       trainWarmStart,
+      validation,
     },
     evaluation: {
       k: evalK,
@@ -463,6 +475,18 @@ export function demoPlan(values: DemoFlagValues): DemoPlan {
     fromVersion: startVersionRequest(text(values['from-version']), 'from-version') ?? null,
     rlFrom: null,
   };
+}
+
+/** `--validation N` and `--validate-every K` (K only with N); null when off. */
+function validationFlags(values: DemoFlagValues): { questions: number; everyVersions: number } | null {
+  if (values.validation === undefined) {
+    if (values['validate-every'] !== undefined)
+      throw new UsageError('--validate-every chooses which versions --validation evaluates: give --validation N too');
+    return null;
+  }
+  const questions = integerFlag(text(values.validation), 'validation', 1, 1, 100_000);
+  const everyVersions = integerFlag(text(values['validate-every']), 'validate-every', 2, 1, 1000);
+  return { questions, everyVersions };
 }
 
 /** The flags an `--rl-from` run may give: RL's own (what it changes against the run it starts from) and the run's name. */
@@ -480,6 +504,8 @@ export const rlFromFlags = [
   'format-credit',
   'unanswered-reward',
   'advantage-scale',
+  'validation',
+  'validate-every',
   'no-curriculum',
   'band',
   'band-probe',
@@ -541,11 +567,13 @@ export function rlFromPlan(source: DemoPlan, sourceRunId: string, values: DemoFl
       : {}),
   };
   const trainWarmStart = given('train-warm-start') || source.rl.trainWarmStart === true;
+  const validation = given('validation') || given('validate-every') ? fresh.rl.validation : (source.rl.validation ?? null);
   if (given('no-curriculum')) {
     const needed = Math.ceil((Number(settings.maxSteps) * Number(settings.batchSize)) / Number(settings.groupSize));
-    if (source.split.candidates + (trainWarmStart ? source.split.warmStart : 0) < needed)
+    const heldBack = validation?.questions ?? 0;
+    if (source.split.candidates + (trainWarmStart ? source.split.warmStart : 0) - heldBack < needed)
       throw new UsageError(
-        `--no-curriculum: ${sourceRunId} has ${source.split.candidates} training candidates${trainWarmStart ? ` and ${source.split.warmStart} warm-start questions` : ''} and ${String(settings.maxSteps)} steps × ${String(settings.batchSize)} trajectories in groups of ${String(settings.groupSize)} draw ${needed} questions, each once; lower --steps or keep the curriculum`,
+        `--no-curriculum: ${sourceRunId} has ${source.split.candidates} training candidates${trainWarmStart ? ` and ${source.split.warmStart} warm-start questions` : ''}${heldBack ? ` (--validation holds ${heldBack} back)` : ''} and ${String(settings.maxSteps)} steps × ${String(settings.batchSize)} trajectories in groups of ${String(settings.groupSize)} draw ${needed} questions, each once; lower --steps or keep the curriculum`,
       );
   }
   // The format credit follows the reward: a new --reward takes this run's (--format-credit or its default), and a run
@@ -583,6 +611,7 @@ export function rlFromPlan(source: DemoPlan, sourceRunId: string, values: DemoFl
       curriculum,
       trainHops: given('train-hops') ? fresh.rl.trainHops : (source.rl.trainHops ?? null),
       trainWarmStart,
+      validation,
     },
     rlFrom: sourceRunId,
   };

@@ -111,6 +111,30 @@ test('--unanswered-reward and --advantage-scale: checked as a whole run checks t
   assert.deepEqual(rlContinuePlan(from, 'prev', { 'advantage-scale': 'std' }).rl.hyperparameters.ppo, { groupScale: 'std' });
 });
 
+test('--validation N [--validate-every K]: checked before anything starts, counted against --no-curriculum, carried by --rl-from', () => {
+  assert.equal(demoPlan({}).rl.validation, null, 'off by default');
+  assert.deepEqual(demoPlan({ validation: '32' }).rl.validation, { questions: 32, everyVersions: 2 });
+  assert.deepEqual(demoPlan({ validation: '32', 'validate-every': '4' }).rl.validation, { questions: 32, everyVersions: 4 });
+  assert.throws(() => demoPlan({ 'validate-every': '2' }), usage(/--validate-every chooses which versions --validation evaluates/));
+  assert.throws(() => demoPlan({ validation: '0' }), usage(/--validation expects an integer between 1/));
+  assert.throws(() => demoPlan({ validation: '8', 'validate-every': 'x' }), usage(/--validate-every expects an integer/));
+  const source = demoPlan({ full: true });
+  assert.deepEqual(rlFromPlan(source, 'src', { validation: '16' }).rl.validation, { questions: 16, everyVersions: 2 });
+  assert.equal(rlFromPlan(source, 'src', {}).rl.validation, null);
+  // 48 candidates, 8 steps × 16 in groups of 4 draw 32: 16 may be held back, 17 may not.
+  assert.equal(rlFromPlan(source, 'src', { 'no-curriculum': true, validation: '16' }).rl.validation?.questions, 16);
+  assert.throws(
+    () => rlFromPlan(source, 'src', { 'no-curriculum': true, validation: '17' }),
+    usage(/--no-curriculum: src has 48 training candidates \(--validation holds 17 back\)/),
+  );
+  const validated = rlFromPlan(source, 'src', { validation: '16' });
+  assert.deepEqual(
+    rlContinuePlan(validated, 'prev', { steps: '2' }).rl.validation,
+    { questions: 16, everyVersions: 2 },
+    'kept when continued',
+  );
+});
+
 test('--train-hops: hop counts the run synthesizes, any with --dataset', () => {
   assert.deepEqual(demoPlan({ full: true, 'train-hops': '1' }).rl.trainHops, [1]);
   assert.equal(demoPlan({}).rl.trainHops, null);

@@ -116,6 +116,9 @@ interface DemoReportFile {
   /** An --rl-continue run: the run whose RL it continued, and its gain over that RL's policy. */
   continued?: { run?: string; version?: number };
   continuedGain?: DemoGainRecord;
+  /** --validation: the versions evaluated on the validation questions, the one kept, and its held-out gain. */
+  validation?: { questions?: number; versions?: readonly { version: number; em: number }[]; best?: number };
+  bestGain?: DemoGainRecord;
 }
 
 /** The demo's JSON report (cli/commands/demo.command.ts), read loosely: `learning`, `seconds`, and its stages and gains. */
@@ -169,6 +172,14 @@ function demoStages(home: string, runId: string): Pick<ReportModel, 'demoStages'
           {
             label: `RL − RL start (${demo.continued?.run ?? 'the run continued'}, v${demo.continued?.version ?? '?'})`,
             ...demo.continuedGain,
+          },
+        ]
+      : []),
+    ...(demo.bestGain
+      ? [
+          {
+            label: `RL best by validation (v${demo.validation?.best ?? '?'}, of ${(demo.validation?.versions ?? []).map((row) => `v${row.version} ${(row.em * 100).toFixed(1)}`).join(', ')} on ${demo.validation?.questions ?? '?'} validation questions) − ${demo.warmGain ? 'warm start' : 'base'}`,
+            ...demo.bestGain,
           },
         ]
       : []),
