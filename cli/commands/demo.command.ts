@@ -310,13 +310,13 @@ terminates them; an evaluation then keeps the questions it had scored).
   --unanswered-reward R  the reward of a trajectory that ends without an answer (repeated a call, ran out of
                          turns), in [−1, 0] (default 0, a wrong answer's): below 0 makes answering worth more than
                          giving up. Pair a small R with --advantage-scale none, or it counts as much as a right answer
+  --advantage-scale S    how a group's rewards become advantages: std ((reward − mean) / std, GRPO, default) or
+                         none (reward − mean, Dr. GRPO: a small reward gap stays a small push)
   --validation N         keep the best RL version, not the last: the last N training candidates are held out of
                          RL; after RL the start and every K-th version (--validate-every K, default 2; the last
                          always) are evaluated greedily on them, and the best (the latest of equals) is evaluated
                          on the held-out set as stage rl-best, with its own paired gain. Held-out questions never
                          choose. Costs one evaluation of N questions per version validated
-  --advantage-scale S    how a group's rewards become advantages: std ((reward − mean) / std, GRPO, default) or
-                         none (reward − mean, Dr. GRPO: a small reward gap stays a small push)
   --no-curriculum        one group per training question, each question once, in order (RL ends
                          early when they run out: steps × batch / group questions are needed). The
                          default, the learner's curriculum, keeps drawing groups of an active set and
