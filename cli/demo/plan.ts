@@ -561,7 +561,8 @@ export function rlFromPlan(source: DemoPlan, sourceRunId: string, values: DemoFl
       ? {
           ppo: {
             ...(source.rl.hyperparameters.ppo as Record<string, unknown> | undefined),
-            groupScale: fresh.rl.hyperparameters.ppo ? (fresh.rl.hyperparameters.ppo as { groupScale: GroupScale }).groupScale : 'std',
+            // Checked by demoPlan above (fresh): one of groupScales.
+            groupScale: text(values['advantage-scale']) as GroupScale,
           },
         }
       : {}),
