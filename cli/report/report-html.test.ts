@@ -484,3 +484,16 @@ test('a run with training groups shows where the advantage went, and warns when 
   assert.doesNotMatch(healthy, /warning/);
   assert.doesNotMatch(renderReport(emptyModel(), runtime), /Where the advantage went/);
 });
+
+test('staleness chart: whole versions from 0 to at least 1, so an all-on-policy run is not one "0.000000" tick', () => {
+  const step = { step: 0, version: 1, meanReward: 0.5, maxStaleness: 0, trainSeconds: 10, finishedAtMs: 100_000 };
+  const yOf = (maxStaleness: number) => {
+    const model = { ...emptyModel(), steps: stepPoints([{ ...step, maxStaleness }], 0) };
+    const chart = reportCharts(model).find((candidate) => candidate.id === 'chart-staleness-steps');
+    assert.ok(chart, 'the report charts staleness');
+    return (chart.spec as { encoding: { y: { scale: { domain: number[] }; axis: { format: string } } } }).encoding.y;
+  };
+  assert.deepEqual(yOf(0).scale.domain, [0, 1]);
+  assert.equal(yOf(0).axis.format, 'd');
+  assert.deepEqual(yOf(3).scale.domain, [0, 3]);
+});

@@ -178,7 +178,14 @@ export function reportCharts(model: ReportModel): Chart[] {
         mark: { type: 'bar' },
         encoding: {
           x: { field: 'step', type: 'ordinal', title: 'training step', axis: { labelAngle: 0 } },
-          y: { field: 'maxStaleness', type: 'quantitative', title: 'max staleness (versions)', axis: { tickMinStep: 1 } },
+          // Whole versions, from 0 to at least 1: an all-zero run (every batch on-policy) otherwise gets one tick, "0.000000".
+          y: {
+            field: 'maxStaleness',
+            type: 'quantitative',
+            title: 'max staleness (versions)',
+            scale: { domain: [0, Math.max(1, ...model.steps.map((step) => step.maxStaleness ?? 0))] },
+            axis: { tickMinStep: 1, format: 'd' },
+          },
           ...bySeries,
           tooltip: [...seriesTip, { field: 'step' }, { field: 'version' }, { field: 'maxStaleness' }],
         },
