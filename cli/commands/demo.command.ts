@@ -309,7 +309,8 @@ terminates them; an evaluation then keeps the questions it had scored).
                          early, held-out EM −15.6, docs/BENCHMARKS.md "Session 39")
   --unanswered-reward R  the reward of a trajectory that ends without an answer (repeated a call, ran out of
                          turns), in [−1, 0] (default 0, a wrong answer's): below 0 makes answering worth more than
-                         giving up. Pair a small R with --advantage-scale none, or it counts as much as a right answer
+                         giving up. Pair a small R with --advantage-scale none, or it counts as much as a right answer;
+                         even then it can outweigh rare right answers (R −0.1 collapsed a run: docs/BENCHMARKS.md s42)
   --advantage-scale S    how a group's rewards become advantages: std ((reward − mean) / std, GRPO, default) or
                          none (reward − mean, Dr. GRPO: a small reward gap stays a small push)
   --validation N         keep the best RL version, not the last: the last N training candidates are held out of

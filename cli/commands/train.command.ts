@@ -167,7 +167,8 @@ Web UI (search attribute LonghaulRunId) or with \`longhaul temporal workflow que
   --unanswered-reward R  the reward of a trajectory that ends without an answer (repeated a call, ran out of
                       turns), in [−1, 0] (default 0, a wrong answer's): below 0 makes answering worth more than
                       giving up, with any metric. Group-std advantages scale any gap to unit size, so a small R
-                      is only small with '{"ppo":{"groupScale":"none"}}' in --hyperparameters
+                      is only small with '{"ppo":{"groupScale":"none"}}' in --hyperparameters; even then it can
+                      outweigh rare right answers (R −0.1 collapsed a run: docs/BENCHMARKS.md, session 42)
   --start-version N   policy version to train (default: the latest; an older one is registered again
                       as latest + 1, since every step publishes base + 1)
   --hyperparameters J train-step hyperparameters as JSON over the defaults, with the engine's names
