@@ -183,7 +183,7 @@ export function reportCharts(model: ReportModel): Chart[] {
             field: 'maxStaleness',
             type: 'quantitative',
             title: 'max staleness (versions)',
-            scale: { domain: [0, Math.max(1, ...model.steps.map((step) => step.maxStaleness ?? 0))] },
+            scale: { domain: [0, Math.max(1, ...model.steps.map((step) => step.maxStaleness))] },
             axis: { tickMinStep: 1, format: 'd' },
           },
           ...bySeries,
