@@ -313,6 +313,10 @@ terminates them; an evaluation then keeps the questions it had scored).
                          even then it can outweigh rare right answers (R −0.1 collapsed a run: docs/BENCHMARKS.md s42)
   --advantage-scale S    how a group's rewards become advantages: std ((reward − mean) / std, GRPO, default) or
                          none (reward − mean, Dr. GRPO: a small reward gap stays a small push)
+  --drop-equal-groups    drop a group whose rewards are all equal before the trainer (zero advantage: no gradient,
+                         but its tokens cost the trainer as much as any): a step's batch then holds only groups that
+                         teach, and rollouts run until it is full (more rollouts per step). Default: kept, as the
+                         zero-advantage share per step is shown either way; --keep-equal-groups undoes it for --rl-from/--rl-continue
   --validation N         keep the best RL version, not the last: the last N training candidates are held out of
                          RL; after RL the start and every K-th version (--validate-every K, default 2; the last
                          always) are evaluated greedily on them, and the best (the latest of equals) is evaluated
@@ -339,7 +343,7 @@ terminates them; an evaluation then keeps the questions it had scored).
                          and warm-started policy (no stage before RL runs again), with RUN's RL settings
                          changed by the RL flags given here (--steps --batch --group --lr --rl-trainable
                          --temperature --reward --format-credit --unanswered-reward --advantage-scale
-                         --validation --validate-every --no-curriculum --band… --train-hops --train-warm-start);
+                         --drop-equal-groups --keep-equal-groups --validation --validate-every --no-curriculum --band… --train-hops --train-warm-start);
                          the RL gain pairs with RUN's warm start on the same held-out questions. Any other
                          flag: exit 2
   --rl-continue RUN      more RL steps after run RUN's (an --rl-from run, or a whole one): RL starts from RUN's

@@ -169,6 +169,8 @@ export const demoFlagOptions = {
   'format-credit': { type: 'string' },
   'unanswered-reward': { type: 'string' },
   'advantage-scale': { type: 'string' },
+  'drop-equal-groups': { type: 'boolean' },
+  'keep-equal-groups': { type: 'boolean' },
   validation: { type: 'string' },
   'validate-every': { type: 'string' },
   'no-curriculum': { type: 'boolean' },
@@ -396,6 +398,8 @@ export function demoPlan(values: DemoFlagValues): DemoPlan {
   if (values['format-credit'] !== undefined && !formatRewardMetrics.includes(reward as RewardMetric))
     throw new UsageError(`--format-credit applies to a reward with a format term (f1_format, em_format), not --reward ${reward}`);
   const unanswered = values['unanswered-reward'] === undefined ? 0 : numberIn(values['unanswered-reward'], 'unanswered-reward', 0, -1, 0);
+  if (values['drop-equal-groups'] === true && values['keep-equal-groups'] === true)
+    throw new UsageError('--drop-equal-groups and --keep-equal-groups contradict each other; give one');
   const advantageScale = text(values['advantage-scale']) ?? 'std';
   if (!(groupScales as readonly string[]).includes(advantageScale))
     throw new UsageError(
@@ -438,7 +442,9 @@ export function demoPlan(values: DemoFlagValues): DemoPlan {
         groupSize,
         eta: 4,
         maxInflight: 2 * batchSize,
-        dropEqualRewardGroups: false,
+        // Kept by default (the zero-advantage share is part of what the demo shows); --drop-equal-groups drops them
+        // before the trainer, so a step's batch holds only groups that carry a gradient.
+        dropEqualRewardGroups: values['drop-equal-groups'] === true,
         interruptOnPublish: false,
       },
       // Rollouts sample (at demoRolloutTemperature unless --temperature) so that a group's samples differ.
@@ -504,6 +510,8 @@ export const rlFromFlags = [
   'format-credit',
   'unanswered-reward',
   'advantage-scale',
+  'drop-equal-groups',
+  'keep-equal-groups',
   'validation',
   'validate-every',
   'no-curriculum',
@@ -550,6 +558,7 @@ export function rlFromPlan(source: DemoPlan, sourceRunId: string, values: DemoFl
     ...(given('steps') ? { maxSteps: fresh.rl.settings.maxSteps } : {}),
     ...(given('batch') ? { batchSize: fresh.rl.settings.batchSize, maxInflight: fresh.rl.settings.maxInflight } : {}),
     ...(given('group') ? { groupSize: fresh.rl.settings.groupSize } : {}),
+    ...(given('drop-equal-groups') || given('keep-equal-groups') ? { dropEqualRewardGroups: fresh.rl.settings.dropEqualRewardGroups } : {}),
   };
   const trainable = given('rl-trainable') ? fresh.rl.hyperparameters.trainable : source.rl.hyperparameters.trainable;
   const hyperparameters = {

@@ -111,6 +111,20 @@ test('--unanswered-reward and --advantage-scale: checked as a whole run checks t
   assert.deepEqual(rlContinuePlan(from, 'prev', { 'advantage-scale': 'std' }).rl.hyperparameters.ppo, { groupScale: 'std' });
 });
 
+test('--drop-equal-groups: off by default, carried by --rl-from and --rl-continue, undone by --keep-equal-groups', () => {
+  assert.equal(demoPlan({}).rl.settings.dropEqualRewardGroups, false, 'the demo keeps equal groups unless asked');
+  assert.equal(demoPlan({ 'drop-equal-groups': true }).rl.settings.dropEqualRewardGroups, true);
+  assert.throws(() => demoPlan({ 'drop-equal-groups': true, 'keep-equal-groups': true }), usage(/contradict/));
+  const source = demoPlan({ full: true });
+  const from = rlFromPlan(source, 'src', { 'drop-equal-groups': true, steps: '3' });
+  assert.equal(from.rl.settings.dropEqualRewardGroups, true);
+  assert.equal(from.rl.settings.maxSteps, 3);
+  assert.equal(from.rl.settings.batchSize, source.rl.settings.batchSize, 'the rest of the settings are the source run');
+  assert.equal(rlContinuePlan(from, 'prev', { steps: '2' }).rl.settings.dropEqualRewardGroups, true, 'a continued run keeps it');
+  assert.equal(rlContinuePlan(from, 'prev', { 'keep-equal-groups': true }).rl.settings.dropEqualRewardGroups, false);
+  assert.equal(rlFromPlan(source, 'src', {}).rl.settings.dropEqualRewardGroups, false);
+});
+
 test('--validation N [--validate-every K]: checked before anything starts, counted against --no-curriculum, carried by --rl-from', () => {
   assert.equal(demoPlan({}).rl.validation, null, 'off by default');
   assert.deepEqual(demoPlan({ validation: '32' }).rl.validation, { questions: 32, everyVersions: 2 });
